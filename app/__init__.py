@@ -1,0 +1,1 @@
+"""Longread: ask questions of whole books and contracts."""

@@ -1,0 +1,1 @@
+"""The JSON API under /api."""

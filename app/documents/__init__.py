@@ -1,0 +1,1 @@
+"""Uploaded files: content-addressed storage and text extraction."""

@@ -1,0 +1,124 @@
+"""Database models (SQLAlchemy 2.0, typed). Migrations in migrations/ must match them:
+`alembic check` runs in the test suite."""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime, timezone
+
+from sqlalchemy import JSON, DateTime, Enum, ForeignKey, Integer, MetaData, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(
+        naming_convention={
+            "ix": "ix_%(column_0_label)s",
+            "uq": "uq_%(table_name)s_%(column_0_name)s",
+            "ck": "ck_%(table_name)s_%(constraint_name)s",
+            "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+            "pk": "pk_%(table_name)s",
+        }
+    )
+    type_annotation_map = {datetime: DateTime(timezone=True)}
+
+
+class DocumentStatus(str, enum.Enum):
+    uploaded = "uploaded"
+    parsing = "parsing"
+    ready = "ready"
+    failed = "failed"
+
+
+class ReadingStatus(str, enum.Enum):
+    queued = "queued"
+    running = "running"
+    done = "done"
+    failed = "failed"
+    cancelled = "cancelled"
+
+
+def _enum(cls: type[enum.Enum]) -> Enum:
+    # Stored as plain strings: adding a state later needs no database type change.
+    return Enum(cls, native_enum=False, length=16, validate_strings=True)
+
+
+class Document(Base):
+    __tablename__ = "document"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str] = mapped_column(String(300))
+    format: Mapped[str] = mapped_column(String(16))
+    sha256: Mapped[str] = mapped_column(String(64), index=True)
+    size_bytes: Mapped[int] = mapped_column(Integer)
+    status: Mapped[DocumentStatus] = mapped_column(_enum(DocumentStatus), default=DocumentStatus.uploaded)
+    error: Mapped[str | None] = mapped_column(Text)
+    text: Mapped[str | None] = mapped_column(Text)
+    #: character offset at which each page (PDF) or the whole text (TXT) starts
+    page_starts: Mapped[list[int]] = mapped_column(JSON, default=list)
+    char_count: Mapped[int] = mapped_column(Integer, default=0)
+    token_count: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    readings: Mapped[list[Reading]] = relationship(back_populates="document")
+
+
+class Reading(Base):
+    """One question on one document, read by the memory agent."""
+
+    __tablename__ = "reading"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    document_id: Mapped[int] = mapped_column(ForeignKey("document.id"), index=True)
+    question: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(String(300))
+    chunk_tokens: Mapped[int] = mapped_column(Integer)
+    memory_tokens: Mapped[int] = mapped_column(Integer)
+    answer_tokens: Mapped[int] = mapped_column(Integer)
+    template_set: Mapped[str] = mapped_column(String(64))
+    status: Mapped[ReadingStatus] = mapped_column(_enum(ReadingStatus), default=ReadingStatus.queued)
+    #: index of the next chunk to read; equals total_chunks once every chunk is read
+    cursor: Mapped[int] = mapped_column(Integer, default=0)
+    total_chunks: Mapped[int | None] = mapped_column(Integer)
+    answer: Mapped[str | None] = mapped_column(Text)
+    final_output: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    heartbeat_at: Mapped[datetime | None] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column()
+    finished_at: Mapped[datetime | None] = mapped_column()
+
+    document: Mapped[Document] = relationship(back_populates="readings")
+    checkpoints: Mapped[list[Checkpoint]] = relationship(
+        back_populates="reading", order_by="Checkpoint.step", cascade="all, delete-orphan"
+    )
+
+
+class Checkpoint(Base):
+    """The memory after chunk `step` (1-based) of a reading. Written once, never updated."""
+
+    __tablename__ = "checkpoint"
+    __table_args__ = (UniqueConstraint("reading_id", "step"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    reading_id: Mapped[int] = mapped_column(ForeignKey("reading.id", ondelete="CASCADE"), index=True)
+    step: Mapped[int] = mapped_column(Integer)
+    memory: Mapped[str] = mapped_column(Text)
+    start_token: Mapped[int] = mapped_column(Integer)
+    end_token: Mapped[int] = mapped_column(Integer)
+    start_char: Mapped[int] = mapped_column(Integer)
+    end_char: Mapped[int] = mapped_column(Integer)
+    first_page: Mapped[int] = mapped_column(Integer)
+    last_page: Mapped[int] = mapped_column(Integer)
+    origin: Mapped[str] = mapped_column(String(64), default="agent")
+    prompt_tokens: Mapped[int] = mapped_column(Integer)
+    completion_tokens: Mapped[int] = mapped_column(Integer)
+    seconds: Mapped[float]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    reading: Mapped[Reading] = relationship(back_populates="checkpoints")

@@ -1,0 +1,38 @@
+"""The Celery app, shared by whoever enqueues (web app, CLI) and the worker (worker/).
+
+Tasks carry only ids. The database, not the broker, is the source of truth: a reading whose task
+is lost (dead worker, broker without redelivery) is found again by `requeue_stalled`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from celery import Celery
+
+from app.settings import Settings
+
+READ_TASK = "longread.read"
+
+
+@lru_cache
+def _celery(broker_url: str) -> Celery:
+    celery = Celery("longread", broker=broker_url)
+    celery.conf.update(
+        task_ignore_result=True,
+        task_acks_late=True,  # a task whose worker dies mid-reading is not acknowledged
+        worker_prefetch_multiplier=1,
+        broker_connection_retry_on_startup=True,
+        task_default_queue="longread",
+    )
+    return celery
+
+
+def celery_app(settings: Settings) -> Celery:
+    if settings.resolved_broker_url.startswith("sqla+sqlite:"):
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return _celery(settings.resolved_broker_url)
+
+
+def enqueue_reading(settings: Settings, reading_id: int) -> None:
+    celery_app(settings).send_task(READ_TASK, args=[reading_id])

@@ -1,0 +1,1 @@
+"""The Gradio UI, mounted on the FastAPI app at /."""

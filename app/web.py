@@ -1,0 +1,41 @@
+"""The ASGI app: JSON API under /api, static files under /static, the Gradio UI at /."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio as gr
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from app.api.routes import router
+from app.services.documents import UploadError
+from app.services.readings import ReadingError
+from app.settings import Settings, get_settings
+from app.ui.gradio_app import build_ui
+
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    api = FastAPI(title="Longread", version="0.1.0")
+    api.state.settings = settings
+
+    @api.exception_handler(UploadError)
+    async def _upload_error(_req: Request, exc: UploadError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=413)
+
+    @api.exception_handler(ReadingError)
+    async def _reading_error(_req: Request, exc: ReadingError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=422)
+
+    @api.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    api.include_router(router)
+    api.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    css = (STATIC_DIR / "longread.css").read_text()
+    return gr.mount_gradio_app(api, build_ui(settings), path="/", css=css, footer_links=["api"])

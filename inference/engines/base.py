@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class Engine(ABC):
+    """A chat model that completes many single-turn user messages at once.
+
+    Batching is the engine's business: callers hand over every prompt that is ready (one per
+    reading at the current chunk) and the engine runs them together.
+    """
+
+    name: str
+    #: the serving model's Hugging Face tokenizer; chunking counts tokens with it
+    tokenizer: Any
+
+    @abstractmethod
+    def generate(self, messages: Sequence[str], max_tokens: int) -> list[Completion]:
+        """Complete each user message (the engine applies the model's chat template)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release processes or memory the engine holds."""

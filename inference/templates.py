@@ -1,0 +1,71 @@
+"""Prompt template sets for the memory agent.
+
+`memagent` reproduces, character for character, the prompts that MemAgent's RL-trained models were
+trained on: `TEMPLATE` and `TEMPLATE_FINAL_BOXED` of BytedTsinghua-SIA/MemAgent,
+`recurrent/impls/memory.py` at commit 76b7a65 (Apache-2.0). They are a file format to those models,
+so they are kept verbatim (including the space after `<problem>`); they are rendered with
+`str.format`, which turns the published `\\boxed{{}}` into `\\boxed{}` exactly as MemAgent does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NO_MEMORY = "No previous memory"
+
+
+@dataclass(frozen=True)
+class TemplateSet:
+    name: str
+    update: str  # fields: {prompt} {memory} {chunk}
+    final: str  # fields: {prompt} {memory}
+
+    def render_update(self, problem: str, memory: str, chunk: str) -> str:
+        return self.update.format(prompt=problem, memory=memory, chunk=chunk)
+
+    def render_final(self, problem: str, memory: str) -> str:
+        return self.final.format(prompt=problem, memory=memory)
+
+
+MEMAGENT = TemplateSet(
+    name="memagent",
+    update="""You are presented with a problem, a section of an article that may contain the answer to the problem, and a previous memory. Please read the provided section carefully and update the memory with the new information that helps to answer the problem. Be sure to retain all relevant details from the previous memory while adding any new, useful information.
+
+<problem> 
+{prompt}
+</problem>
+
+<memory>
+{memory}
+</memory>
+
+<section>
+{chunk}
+</section>
+
+Updated memory:
+""",
+    final="""You are presented with a problem and a previous memory. Please answer the problem based on the previous memory and put the answer in \\boxed{{}}.
+
+<problem> 
+{prompt}
+</problem>
+
+<memory>
+{memory}
+</memory>
+
+Your answer:
+""",
+)
+
+TEMPLATE_SETS: dict[str, TemplateSet] = {t.name: t for t in (MEMAGENT,)}
+
+
+def get_template_set(name: str) -> TemplateSet:
+    try:
+        return TEMPLATE_SETS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown template set {name!r}; choose one of {', '.join(sorted(TEMPLATE_SETS))}"
+        ) from None

@@ -1,0 +1,1 @@
+"""Celery worker: thin tasks that call app services by id."""
