@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from pathlib import Path
+
+import pytest
+
+from app.settings import Settings
+from inference.models import resolve_model_path
+
+POSTGRES_ADMIN_URL = os.environ.get("LONGREAD_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("LONGREAD_TEST_REDIS", "redis://127.0.0.1:6379/15")
+MODEL_CACHE = Path(os.environ.get("LONGREAD_MODEL_CACHE_DIR", Path.home() / ".cache" / "longread" / "models"))
+
+
+def _reachable(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def model_path() -> Path:
+    return resolve_model_path("smollm2", MODEL_CACHE)
+
+
+@pytest.fixture(scope="session")
+def tokenizer(model_path):  # noqa: ANN001, ANN201
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model_path)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    from app.migrate import upgrade
+
+    s = Settings(data_dir=tmp_path / "data", model_cache_dir=MODEL_CACHE, chunk_tokens=64, memory_tokens=32,
+                 answer_tokens=16)
+    upgrade(s.resolved_database_url)
+    return s
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """A fresh PostgreSQL database for this test session, dropped at the end."""
+    if not _reachable("127.0.0.1", 5432):
+        pytest.skip("PostgreSQL is not reachable on 127.0.0.1:5432")
+    from sqlalchemy import create_engine, text
+
+    name = f"longread_test_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{name}"'))
+    yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    from app.db import get_engine
+
+    get_engine.cache_clear()  # close pooled connections before dropping
+    with admin.connect() as c:
+        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    if not _reachable("127.0.0.1", 6379):
+        pytest.skip("Redis is not reachable on 127.0.0.1:6379")
+    return REDIS_URL
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In CI every test must run: a skip (a missing service, say) fails the suite."""
+    if not os.environ.get("CI"):
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter else []
+    if skipped:
+        reporter.write_line(f"CI: {len(skipped)} test(s) skipped; every test must run in CI", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

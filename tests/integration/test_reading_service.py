@@ -1,0 +1,103 @@
+"""Readings against a real database (SQLite and PostgreSQL): checkpoints, cursor, resumption."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sqlalchemy import func, select
+
+from app.db import session_scope
+from app.migrate import upgrade
+from app.models import Checkpoint, ReadingStatus
+from app.services.documents import ingest
+from app.services.readings import ReadingError, create_readings, get_reading, run_readings
+from app.settings import Settings
+from tests.fakes import FakeEngine
+
+pytestmark = pytest.mark.integration
+
+TEXT = "\n".join(f"Line {i}: the ship sailed on past island number {i}." for i in range(120))
+
+
+def echo_last_line(prompt: str) -> str:
+    if "<section>" in prompt:
+        section = re.search(r"<section>\n(.*)\n</section>", prompt, re.S).group(1)
+        return "last seen: " + section.strip().splitlines()[-1]
+    return "\\boxed{" + re.search(r"<memory>\n(.*)\n</memory>", prompt, re.S).group(1) + "}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_settings(request, tmp_path) -> Settings:
+    url = f"sqlite:///{tmp_path / 'r.db'}" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    s = Settings(data_dir=tmp_path / "data", database_url=url, chunk_tokens=100, memory_tokens=20, answer_tokens=20)
+    upgrade(url)
+    return s
+
+
+def _new_reading(settings: Settings, n_questions: int = 1) -> tuple[int, list[int]]:
+    with session_scope(settings.resolved_database_url) as s:
+        doc = ingest(s, settings, "islands.txt", TEXT.encode())
+        ids = [r.id for r in create_readings(s, settings, doc.id, [f"Which island? ({i})" for i in range(n_questions)])]
+        return doc.id, ids
+
+
+def test_reading_writes_one_checkpoint_per_chunk_and_the_answer(db_settings, tokenizer):
+    _, ids = _new_reading(db_settings, n_questions=2)
+    engine = FakeEngine(tokenizer, echo_last_line)
+    run_readings(db_settings, ids, engine)
+    with session_scope(db_settings.resolved_database_url) as s:
+        for reading_id in ids:
+            r = get_reading(s, reading_id)
+            assert r.status == ReadingStatus.done
+            assert r.total_chunks == r.cursor == len(r.checkpoints) > 3
+            assert [c.step for c in r.checkpoints] == list(range(1, r.total_chunks + 1))
+            assert r.checkpoints[0].start_char == 0 and r.checkpoints[-1].end_char == len(TEXT)
+            assert all(a.end_char == b.start_char for a, b in zip(r.checkpoints, r.checkpoints[1:]))
+            assert r.answer == "last seen: " + TEXT.splitlines()[-1]
+    # both questions advanced together: one engine call per chunk plus one for the answers
+    assert len(engine.calls) == r.total_chunks + 1
+    assert all(len(messages) == 2 for messages, _ in engine.calls)
+
+
+def test_reading_interrupted_after_step_2_resumes_at_step_3(db_settings, tokenizer):
+    _, (reading_id,) = _new_reading(db_settings)
+    crashing = FakeEngine(tokenizer, echo_last_line, fail_on_call=3)
+    with pytest.raises(RuntimeError, match="simulated"):
+        run_readings(db_settings, [reading_id], crashing)
+    url = db_settings.resolved_database_url
+    with session_scope(url) as s:
+        r = get_reading(s, reading_id)
+        assert (r.status, r.cursor, [c.step for c in r.checkpoints]) == (ReadingStatus.failed, 2, [1, 2])
+        assert "simulated engine crash" in r.error
+        memory_2 = r.checkpoints[-1].memory
+
+    resumed = FakeEngine(tokenizer, echo_last_line)
+    run_readings(db_settings, [reading_id], resumed)
+    first_prompt = resumed.calls[0][0][0]
+    assert f"<memory>\n{memory_2}\n</memory>" in first_prompt  # continues from checkpoint 2
+    with session_scope(url) as s:
+        r = get_reading(s, reading_id)
+        assert r.status == ReadingStatus.done and r.attempts == 2
+        assert f"<section>\n{TEXT[r.checkpoints[2].start_char:r.checkpoints[2].end_char]}\n</section>" in first_prompt
+        steps = [c.step for c in r.checkpoints]
+        assert steps == list(range(1, r.total_chunks + 1))
+        dupes = s.scalar(select(func.count()).select_from(Checkpoint).where(Checkpoint.reading_id == reading_id))
+        assert dupes == len(steps)
+    assert len(resumed.calls) == r.total_chunks - 2 + 1
+
+
+def test_finished_reading_is_not_read_again(db_settings, tokenizer):
+    _, ids = _new_reading(db_settings)
+    run_readings(db_settings, ids, FakeEngine(tokenizer, echo_last_line))
+    again = FakeEngine(tokenizer, echo_last_line)
+    run_readings(db_settings, ids, again)
+    assert again.calls == []
+
+
+def test_questions_on_a_failed_document_are_refused(db_settings):
+    with session_scope(db_settings.resolved_database_url) as s:
+        doc = ingest(s, db_settings, "junk.bin", b"\x00\x01\x02 binary")
+        assert doc.status.value == "failed" and "binary" in doc.error
+        with pytest.raises(ReadingError, match="not ready"):
+            create_readings(s, db_settings, doc.id, ["anything?"])

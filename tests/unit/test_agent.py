@@ -1,0 +1,85 @@
+import re
+
+import pytest
+
+from inference.agent import AgentConfig, MemoryAgent, extract_boxed
+from inference.templates import MEMAGENT, NO_MEMORY
+from tests.fakes import FakeEngine
+
+TEXT = " ".join(f"word{i}" for i in range(300))
+
+
+def _section(prompt: str) -> str:
+    return re.search(r"<section>\n(.*)\n</section>", prompt, re.S).group(1)
+
+
+def _memory(prompt: str) -> str:
+    return re.search(r"<memory>\n(.*)\n</memory>", prompt, re.S).group(1)
+
+
+def scripted(prompt: str) -> str:
+    """Memory after a chunk = 'seen <last word of the section>'; the answer boxes the memory."""
+    if "<section>" in prompt:
+        return f"seen {_section(prompt).split()[-1]}"
+    return f"I think \\boxed{{{_memory(prompt)}}}."
+
+
+def test_memory_is_passed_forward_and_the_answer_comes_from_the_last_memory(tokenizer):
+    engine = FakeEngine(tokenizer, scripted)
+    agent = MemoryAgent(engine, AgentConfig(chunk_tokens=50, memory_tokens=20, answer_tokens=10))
+    chunks = agent.chunks(TEXT)
+    assert len(chunks) > 3
+
+    (answer,) = agent.read(["Which word came last?"], TEXT)
+
+    update_calls, final_call = engine.calls[:-1], engine.calls[-1]
+    assert len(update_calls) == len(chunks)
+    first_prompt = update_calls[0][0][0]
+    assert first_prompt == MEMAGENT.render_update("Which word came last?", NO_MEMORY, chunks[0].text(TEXT))
+    for k in range(1, len(chunks)):
+        prompt = update_calls[k][0][0]
+        assert _memory(prompt) == f"seen {chunks[k - 1].text(TEXT).split()[-1]}"
+        assert _section(prompt) == chunks[k].text(TEXT)
+    assert all(max_tokens == 20 for _, max_tokens in update_calls)
+    last_memory = f"seen {TEXT.split()[-1]}"
+    assert final_call == ([MEMAGENT.render_final("Which word came last?", last_memory)], 10)
+    assert answer.answer == last_memory
+    assert answer.output == f"I think \\boxed{{{last_memory}}}."
+
+
+def test_many_questions_share_one_engine_call_per_chunk(tokenizer):
+    engine = FakeEngine(tokenizer, scripted)
+    agent = MemoryAgent(engine, AgentConfig(chunk_tokens=100, memory_tokens=20, answer_tokens=10))
+    answers = agent.read(["q1", "q2", "q3"], TEXT)
+    assert len(engine.calls) == len(agent.chunks(TEXT)) + 1
+    assert all(len(messages) == 3 for messages, _ in engine.calls)
+    assert [a.answer for a in answers] == [f"seen {TEXT.split()[-1]}"] * 3
+
+
+def test_answer_without_box_falls_back_to_the_whole_output(tokenizer):
+    engine = FakeEngine(tokenizer, lambda p: "  Geneva  ")
+    (answer,) = MemoryAgent(engine, AgentConfig(chunk_tokens=1000)).answer([("Where?", None)])
+    assert answer.answer == "Geneva"
+    assert NO_MEMORY in engine.calls[0][0][0]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The answer is \\boxed{New York}.", "New York"),
+        ("\\boxed{a} then \\boxed{ b }", "b"),
+        ("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
+        ("\\boxed{done} and \\boxed{unclosed", "done"),
+        ("no box here", None),
+        ("\\boxed{}", ""),
+    ],
+)
+def test_extract_boxed(text, expected):
+    assert extract_boxed(text) == expected
+
+
+def test_config_rejects_nonsense():
+    with pytest.raises(ValueError, match="chunk_tokens"):
+        AgentConfig(chunk_tokens=0)
+    with pytest.raises(ValueError, match="template"):
+        AgentConfig(template_set="other")

@@ -1,0 +1,42 @@
+from pathlib import Path
+
+import pytest
+
+from inference.chunking import split_into_chunks
+
+BOOK = Path(__file__).resolve().parents[3] / "shared" / "data" / "books" / "pg84.txt"
+
+
+@pytest.fixture(scope="module")
+def text() -> str:
+    raw = BOOK.read_bytes().decode("cp1252").replace("\r\n", "\n")
+    return raw[20_000:60_000]
+
+
+@pytest.mark.parametrize("n", [1, 7, 128, 1000])
+def test_chunks_tile_the_text_with_exact_token_counts(text, tokenizer, n):
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    chunks = split_into_chunks(text, tokenizer, n)
+    assert "".join(c.text(text) for c in chunks) == text
+    assert chunks[0].start_char == 0 and chunks[-1].end_char == len(text)
+    for a, b in zip(chunks, chunks[1:]):
+        assert a.end_char == b.start_char and a.end_token == b.start_token
+    assert [c.end_token - c.start_token for c in chunks[:-1]] == [n] * (len(chunks) - 1)
+    assert 1 <= chunks[-1].end_token - chunks[-1].start_token <= n
+    assert chunks[-1].end_token == len(ids)
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+
+
+def test_chunk_text_retokenises_to_about_its_token_count(text, tokenizer):
+    for c in split_into_chunks(text, tokenizer, 256)[:-1]:
+        got = len(tokenizer(c.text(text), add_special_tokens=False)["input_ids"])
+        assert abs(got - 256) <= 2  # only the tokens at the two cut points can merge differently
+
+
+def test_empty_text_has_no_chunks(tokenizer):
+    assert split_into_chunks("", tokenizer, 10) == []
+
+
+def test_chunk_size_must_be_positive(tokenizer):
+    with pytest.raises(ValueError):
+        split_into_chunks("abc", tokenizer, 0)
