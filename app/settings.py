@@ -51,7 +51,7 @@ class Settings(BaseSettings):
     port: int = Field(8000, description="Port the web app listens on.")
     max_upload_mb: int = Field(50, ge=1, description="Largest accepted upload, in MiB.")
     stale_after_s: int = Field(
-        120, ge=5, description="A running reading whose heartbeat is older than this is resumed."
+        120, ge=1, description="A running reading whose heartbeat is older than this is resumed."
     )
 
     @property

@@ -25,6 +25,10 @@ def _fmt_seconds(s: float | None) -> str:
     return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
 
 
+def _pages(first: int, last: int) -> str:
+    return f"page {first}" if first == last else f"pages {first}–{last}"
+
+
 def describe_document(d: DocumentOut) -> str:
     if d.status == "failed":
         return f"**{d.title}** could not be read: {d.error}"
@@ -106,7 +110,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
             p = Progress.of(r)
             last = r.checkpoints[-1] if r.checkpoints else None
             memory_label = (
-                f"Agent memory after chunk {last.step} (pages {last.first_page}–{last.last_page})"
+                f"Agent memory after chunk {last.step} ({_pages(last.first_page, last.last_page)})"
                 if last else "Agent memory"
             )
             status, error, answer = r.status.value, r.error, r.answer

@@ -1,0 +1,208 @@
+"""Fixtures for the browser tests: the real app (`longread serve`, with its Celery worker and the
+bundled SmolLM2) on a free port, and a headless Debian Chromium driven by Playwright.
+
+Chromium comes from Debian, not from `playwright install`:
+    apt-get update && apt-get install -y chromium
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO_ROOT / "artifacts" / "browser"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+HEALTHZ_TIMEOUT_S = 180
+STOP_TIMEOUT_S = 45  # SIGTERM: uvicorn shuts down, then the worker gets SIGTERM and 30 s to finish
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every live descendant of `pid` (the Celery worker, and anything it forked), from /proc."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                children = Path(f"/proc/{parent}/task/{tid}/children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                if child not in found:
+                    found.append(child)
+                    todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has exited; only its parent's wait() is missing
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return "?"
+
+
+def _tail(path: Path, n: int = 60) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+class LiveServer:
+    def __init__(self, url: str, data_dir: Path, log: Path, proc: subprocess.Popen) -> None:
+        self.url, self.data_dir, self.log, self.proc = url, data_dir, log, proc
+
+    def log_tail(self, n: int = 60) -> str:
+        return _tail(self.log, n)
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """`python -m app.cli serve` (web app + Celery worker + the real model) on a free port, with
+    small reading settings so one question reads in well under a minute on a CPU."""
+    data_dir = tmp_path_factory.mktemp("longread-data")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "LONGREAD_DATA_DIR": str(data_dir),
+        "LONGREAD_PORT": str(port),
+        "LONGREAD_HOST": "127.0.0.1",
+        "LONGREAD_CHUNK_TOKENS": "128",
+        "LONGREAD_MEMORY_TOKENS": "48",
+        "LONGREAD_ANSWER_TOKENS": "32",
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "GRADIO_TEMP_DIR": str(data_dir / "gradio-tmp"),
+        "PYTHONUNBUFFERED": "1",
+    }
+    for key in ("LONGREAD_DATABASE_URL", "LONGREAD_BROKER_URL"):  # embedded SQLite, always
+        env.pop(key, None)
+    log = data_dir / "serve.log"
+    url = f"http://127.0.0.1:{port}"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve"],
+            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+    server = LiveServer(url, data_dir, log, proc)
+    children: list[int] = []
+    try:
+        deadline = time.monotonic() + HEALTHZ_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"`longread serve` exited with {proc.returncode} before answering "
+                             f"/healthz; its log:\n{server.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{url}/healthz", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"{url}/healthz did not answer within {HEALTHZ_TIMEOUT_S} s; "
+                            f"log:\n{server.log_tail()}")
+            time.sleep(0.5)
+        children = _descendants(proc.pid)  # the worker is started before the web app listens
+        yield server
+    finally:
+        # Note the worker again now, before stopping `serve` (an orphan would be reparented).
+        children += [c for c in _descendants(proc.pid) if c not in children]
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        # `serve` stops its worker itself; give a worker that is finishing a step a moment too.
+        deadline = time.monotonic() + 15
+        while any(_alive(c) for c in children) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        orphans = [(c, _cmdline(c)) for c in children if _alive(c)]
+        # Clean up before failing, so that no test run leaves a worker behind.
+        for sig, grace_s in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
+            for pid, _ in orphans:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + grace_s
+            while any(_alive(c) for c, _ in orphans) and time.monotonic() < deadline:
+                time.sleep(0.5)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        try:
+            (ARTIFACTS / "serve.log").write_bytes(log.read_bytes())
+        except OSError:
+            pass
+        if orphans:
+            pytest.fail(
+                f"`longread serve` (pid {proc.pid}, exit {proc.returncode}) was stopped with "
+                f"SIGTERM but left these processes running (now stopped): {orphans}"
+            )
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[object]:
+    """Headless Debian Chromium, launched through Playwright's sync API."""
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} not found. The browser tests use Debian's Chromium, not a Playwright "
+            "download; install it with:  apt-get update && apt-get install -y chromium"
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(chromium, live_server: LiveServer):  # noqa: ANN001, ANN201 - playwright objects
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(30_000)
+    pg = context.new_page()
+    pg.page_errors = []  # uncaught JavaScript exceptions, checked by the tests
+    pg.on("pageerror", lambda exc: pg.page_errors.append(str(exc)))
+    try:
+        yield pg
+    finally:
+        context.close()

@@ -1,0 +1,79 @@
+"""The HTTP API on a real SQLite database and the embedded broker."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+from pypdf import PdfWriter
+
+from app.services.readings import run_readings
+from app.web import create_app
+from tests.fakes import FakeEngine
+
+pytestmark = pytest.mark.integration
+
+TEXT = "".join(f"Paragraph {i}. The river keeps flowing past the old mill number {i}.\n" for i in range(80))
+
+
+@pytest.fixture
+def client(settings):
+    with TestClient(create_app(settings)) as c:
+        yield c
+
+
+def _upload(client, name, data, content_type="application/octet-stream"):
+    return client.post("/api/documents", files={"file": (name, data, content_type)})
+
+
+def test_upload_ask_and_follow_a_reading(client, settings, tokenizer):
+    r = _upload(client, "../../etc/mill.txt", TEXT.encode(), "text/plain")
+    assert r.status_code == 201, r.text
+    doc = r.json()
+    assert doc["title"] == "mill.txt" and doc["status"] == "ready" and doc["format"] == "txt"
+    assert doc["char_count"] == len(TEXT) and doc["token_count"] > 500 and doc["pages"] == 1
+    assert [d["id"] for d in client.get("/api/documents").json()] == [doc["id"]]
+
+    r = client.post(f"/api/documents/{doc['id']}/readings", json={"question": "Which mill?", "chunk_tokens": 200})
+    assert r.status_code == 201, r.text
+    reading = r.json()
+    assert reading["status"] == "queued" and reading["chunk_tokens"] == 200 and reading["checkpoints"] == []
+
+    def respond(prompt: str) -> str:
+        return "mills so far: " + re.findall(r"mill number (\d+)", prompt)[-1] if "<section>" in prompt else "\\boxed{79}"
+
+    run_readings(settings, [reading["id"]], FakeEngine(tokenizer, respond))
+    got = client.get(f"/api/readings/{reading['id']}").json()
+    assert got["status"] == "done" and got["answer"] == "79"
+    total = got["progress"]["total"]
+    assert got["progress"]["step"] == total == len(got["checkpoints"]) >= 3
+    assert got["checkpoints"][-1]["memory"] == "mills so far: 79"
+    assert got["checkpoints"][-1]["end_char"] == len(TEXT)
+    assert client.get(f"/api/documents/{doc['id']}/readings").json()[0]["id"] == reading["id"]
+
+
+def test_image_only_pdf_is_kept_with_a_clear_error(client, settings):
+    writer = PdfWriter()
+    for _ in range(3):
+        writer.add_blank_page(width=200, height=200)
+    buf = io.BytesIO()
+    writer.write(buf)
+    doc = _upload(client, "blank.pdf", buf.getvalue()).json()
+    # blank pages have no text: the file is kept and the user is told why it cannot be read
+    assert doc["status"] == "failed" and "no text" in doc["error"]
+    assert len(list(settings.blob_dir.rglob("*"))) == 2  # the original is stored: one folder, one file
+
+
+def test_bad_requests_get_clear_errors(client, settings):
+    assert _upload(client, "x.bin", b"\x7fELF\x00\x00\x00binary").json()["error"].startswith("unsupported file type")
+    assert "empty" in _upload(client, "empty.txt", b"").json()["error"]
+    big = b"a" * (settings.max_upload_mb * 1024 * 1024 + 1)
+    r = _upload(client, "big.txt", big)
+    assert r.status_code == 413 and "limit" in r.json()["detail"]
+    assert client.get("/api/readings/999").status_code == 404
+    r = client.post("/api/documents/999/readings", json={"question": "why?"})
+    assert r.status_code == 422 and "no document 999" in r.json()["detail"]
+    doc = _upload(client, "a.txt", b"hello there").json()
+    assert client.post(f"/api/documents/{doc['id']}/readings", json={"question": ""}).status_code == 422

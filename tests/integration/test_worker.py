@@ -1,0 +1,158 @@
+"""A real Celery worker process with the real SmolLM2 model consumes readings: through the
+embedded SQLite broker, through Redis (with PostgreSQL), and after being killed mid-reading."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from app.cli import worker_command
+from app.db import session_scope
+from app.migrate import upgrade
+from app.models import ReadingStatus
+from app.queue import enqueue_reading
+from app.services.documents import ingest
+from app.services.readings import create_readings, get_reading
+from app.settings import Settings
+from tests.conftest import MODEL_CACHE
+
+pytestmark = [pytest.mark.integration, pytest.mark.model]
+
+STORY = (
+    "Mara kept the lighthouse on the northern cape for eleven winters. Each evening she climbed the "
+    "ninety steps, trimmed the wick and wrote the weather in a green ledger. Ships passed far out, "
+    "their lights like slow stars. The supply boat came on the first Monday of each month, bringing "
+    "flour, lamp oil and letters from her brother in the city. The spare key to the lamp room hangs "
+    "behind the barometer. In the spring of the twelfth year a storm tore the roof from the store "
+    "shed, and Mara spent a week mending it with planks from a wrecked schooner. "
+) * 3
+
+
+def _settings(tmp_path: Path, database_url: str, broker_url: str) -> Settings:
+    return Settings(data_dir=tmp_path / "data", database_url=database_url, broker_url=broker_url,
+                    model_cache_dir=MODEL_CACHE, chunk_tokens=96, memory_tokens=32, answer_tokens=16,
+                    stale_after_s=3)
+
+
+def _env(s: Settings) -> dict[str, str]:
+    return {
+        **os.environ,
+        "LONGREAD_DATA_DIR": str(s.data_dir), "LONGREAD_DATABASE_URL": s.database_url,
+        "LONGREAD_BROKER_URL": s.broker_url, "LONGREAD_MODEL_CACHE_DIR": str(s.model_cache_dir),
+        "LONGREAD_STALE_AFTER_S": str(s.stale_after_s), "OMP_NUM_THREADS": "1",
+    }
+
+
+class Worker:
+    def __init__(self, settings: Settings, log: Path):
+        self.log = log
+        self.proc = subprocess.Popen(worker_command(), env=_env(settings), stdout=log.open("ab"),
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+
+    def kill(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, worker: Worker, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        assert worker.proc.poll() is None, f"worker died:\n{worker.log.read_text()[-3000:]}"
+        time.sleep(0.5)
+    pytest.fail(f"timed out waiting for {what}; worker log:\n{worker.log.read_text()[-3000:]}")
+
+
+def _ask(s: Settings, questions: list[str]) -> list[int]:
+    upgrade(s.resolved_database_url)
+    with session_scope(s.resolved_database_url) as db:
+        doc = ingest(db, s, "lighthouse.txt", STORY.encode())
+        ids = [r.id for r in create_readings(db, s, doc.id, questions)]
+    for reading_id in ids:
+        enqueue_reading(s, reading_id)
+    return ids
+
+
+def _statuses(s: Settings, ids: list[int]) -> list[ReadingStatus]:
+    with session_scope(s.resolved_database_url) as db:
+        return [get_reading(db, i).status for i in ids]
+
+
+def _assert_complete(s: Settings, ids: list[int]) -> None:
+    with session_scope(s.resolved_database_url) as db:
+        for i in ids:
+            r = get_reading(db, i)
+            assert r.status == ReadingStatus.done, r.error
+            assert r.total_chunks >= 3
+            assert [c.step for c in r.checkpoints] == list(range(1, r.total_chunks + 1))
+            assert all(c.memory.strip() for c in r.checkpoints)  # the real model wrote something
+            assert r.final_output and r.answer
+
+
+def _run(s: Settings, tmp_path: Path) -> None:
+    ids = _ask(s, ["Where is the spare key to the lamp room?", "How many steps does Mara climb?"])
+    worker = Worker(s, tmp_path / "worker.log")
+    try:
+        wait_for(lambda: all(st == ReadingStatus.done for st in _statuses(s, ids)), 400, worker, "readings")
+    finally:
+        worker.stop()
+    _assert_complete(s, ids)
+
+
+def test_worker_with_embedded_broker(tmp_path):
+    s = _settings(tmp_path, f"sqlite:///{tmp_path / 'app.db'}", f"sqla+sqlite:///{tmp_path / 'broker.db'}")
+    _run(s, tmp_path)
+
+
+def test_worker_with_redis_and_postgres(tmp_path, postgres_url, redis_url):
+    import redis
+
+    redis.Redis.from_url(redis_url).flushdb()
+    _run(_settings(tmp_path, postgres_url, redis_url), tmp_path)
+
+
+def test_killed_worker_is_resumed_from_the_last_checkpoint(tmp_path):
+    s = _settings(tmp_path, f"sqlite:///{tmp_path / 'app.db'}", f"sqla+sqlite:///{tmp_path / 'broker.db'}")
+    (reading_id,) = _ask(s, ["Where is the spare key to the lamp room?"])
+
+    def checkpoints() -> int:
+        with session_scope(s.resolved_database_url) as db:
+            return len(get_reading(db, reading_id).checkpoints)
+
+    first = Worker(s, tmp_path / "worker1.log")
+    try:
+        wait_for(lambda: checkpoints() >= 2, 300, first, "two checkpoints")
+    finally:
+        first.kill()
+    killed_at = datetime.now(timezone.utc)
+    done_before = checkpoints()
+    time.sleep(s.stale_after_s + 1)  # let the heartbeat go stale, as after a real crash
+
+    second = Worker(s, tmp_path / "worker2.log")
+    try:
+        wait_for(lambda: _statuses(s, [reading_id]) == [ReadingStatus.done], 400, second, "resumed reading")
+    finally:
+        second.stop()
+    _assert_complete(s, [reading_id])
+    with session_scope(s.resolved_database_url) as db:
+        r = get_reading(db, reading_id)
+        assert r.attempts == 2
+        resumed = [c for c in r.checkpoints if c.step > done_before]
+        assert resumed and all(c.created_at.replace(tzinfo=timezone.utc) > killed_at for c in resumed)
+    assert "requeued 1 stalled readings" in (tmp_path / "worker2.log").read_text()

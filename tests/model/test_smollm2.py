@@ -1,0 +1,39 @@
+"""The real bundled model, greedy, reads a one-chunk document and answers from its memory."""
+
+import pytest
+
+from inference.agent import AgentConfig, MemoryAgent
+from inference.engines.transformers_engine import TransformersEngine
+
+pytestmark = pytest.mark.model
+
+DOC = (
+    "The harbour town woke slowly that morning. Fishing boats rocked against the pier while gulls circled "
+    "overhead. Old Tomas mended his nets on the quay, as he had done for forty years. The code to the "
+    "harbour master's safe is 4417. By noon the market was full of voices, baskets of silver fish and the "
+    "smell of tar and salt."
+)
+
+
+@pytest.fixture(scope="module")
+def engine(model_path):
+    return TransformersEngine(model_path)
+
+
+def test_planted_fact_is_found_in_a_one_chunk_document(engine):
+    agent = MemoryAgent(engine, AgentConfig(chunk_tokens=512, memory_tokens=128, answer_tokens=64))
+    assert len(agent.chunks(DOC)) == 1
+    question = "What is the code to the harbour master's safe?"
+    assert "4417" not in question
+    memories = []
+    (answer,) = agent.read([question], DOC, on_memory=lambda _chunk, cs: memories.extend(c.text for c in cs))
+    assert "4417" in memories[0]
+    assert "4417" in answer.answer
+
+
+def test_generation_is_greedy_and_batch_independent(engine):
+    prompts = ["Name a colour.", "Count from one to five."]
+    alone = [engine.generate([p], 24)[0].text for p in prompts]
+    together = [c.text for c in engine.generate(prompts, 24)]
+    assert together == alone
+    assert all(c.completion_tokens <= 24 for c in engine.generate(prompts, 24))
