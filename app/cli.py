@@ -46,6 +46,9 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
     _migrate(settings)
     tokenizer_for(settings)  # converts the bundled model once, before the first upload needs it
+    # uvicorn re-raises the SIGTERM it caught once it has shut down; the default action would end
+    # this process before `finally` stops the worker, so turn it into a normal exit.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     worker = None
     if not args.no_worker:
         worker = subprocess.Popen(worker_command())

@@ -38,4 +38,4 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.include_router(router)
     api.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     css = (STATIC_DIR / "longread.css").read_text()
-    return gr.mount_gradio_app(api, build_ui(settings), path="/", css=css, footer_links=["api"])
+    return gr.mount_gradio_app(api, build_ui(settings), path="/", css=css)

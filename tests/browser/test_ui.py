@@ -116,7 +116,8 @@ def test_upload_ask_and_watch_the_agent_read(page, live_server, tmp_path) -> Non
         if status.startswith(("Done", "Failed")):
             break
         time.sleep(POLL_S)
-    history = f"statuses seen: {statuses}\nbar: {bar_values}\nserver log:\n{live_server.log_tail(30)}"
+    history = (f"statuses seen: {statuses}\nbar: {bar_values}\n"
+               f"server log:\n{live_server.log_tail(30)}")
 
     assert status.startswith("Done"), f"no 'Done' within {READ_TIMEOUT_S} s\n{history}"
     # Progress while reading: "Reading chunk k of K · elapsed … · ETA …", with one K throughout.
@@ -159,4 +160,5 @@ def test_upload_ask_and_watch_the_agent_read(page, live_server, tmp_path) -> Non
     page.screenshot(path=str(ARTIFACTS / "ui-answer.png"), full_page=True)
 
     assert not page.page_errors, page.page_errors
-    print(f"\n{len(reading)} progress updates over {total} chunks; answer: {answer!r}")
+    print(f"\n{len(statuses)} status lines, {len(memories)} memories, {total} chunks; "
+          f"answer: {answer!r}")
