@@ -51,15 +51,20 @@ class Document(Base):
     __tablename__ = "document"
 
     id: Mapped[int] = mapped_column(primary_key=True)
+    #: the document's own title (PDF metadata, <title>, DOCX/EPUB properties), else the file name
     title: Mapped[str] = mapped_column(String(300))
+    #: the client's file name, cleaned (never used to store or to decide the format)
+    filename: Mapped[str | None] = mapped_column(String(300))
     format: Mapped[str] = mapped_column(String(16))
     sha256: Mapped[str] = mapped_column(String(64), index=True)
     size_bytes: Mapped[int] = mapped_column(Integer)
     status: Mapped[DocumentStatus] = mapped_column(_enum(DocumentStatus), default=DocumentStatus.uploaded)
     error: Mapped[str | None] = mapped_column(Text)
     text: Mapped[str | None] = mapped_column(Text)
-    #: character offset at which each page (PDF) or the whole text (TXT) starts
+    #: character offset at which each page (PDF) or section (other formats: at headings) starts
     page_starts: Mapped[list[int]] = mapped_column(JSON, default=list)
+    #: a label per entry of page_starts: the printed page label (PDF) or the section's heading
+    page_labels: Mapped[list[str]] = mapped_column(JSON, default=list)
     char_count: Mapped[int] = mapped_column(Integer, default=0)
     token_count: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

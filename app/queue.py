@@ -1,7 +1,7 @@
 """The Celery app, shared by whoever enqueues (web app, CLI) and the worker (worker/).
 
 Tasks carry only ids. The database, not the broker, is the source of truth: a reading whose task
-is lost (dead worker, broker without redelivery) is found again by `requeue_stalled`.
+is lost (dead worker, broker without redelivery) is found again by the worker's sweeper.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from celery import Celery
 
 from app.settings import Settings
 
-READ_TASK = "longread.read"
+READ_TASK = "longread.read_pending"
 
 
 @lru_cache
@@ -34,5 +34,9 @@ def celery_app(settings: Settings) -> Celery:
     return _celery(settings.resolved_broker_url)
 
 
-def enqueue_reading(settings: Settings, reading_id: int) -> None:
-    celery_app(settings).send_task(READ_TASK, args=[reading_id])
+def request_reading_pass(settings: Settings) -> None:
+    """Ask a worker to read whatever is queued. Call after committing the new readings.
+
+    The task carries no id: the worker claims queued readings from the database and adds them to
+    the pass it is running, or starts one."""
+    celery_app(settings).send_task(READ_TASK)

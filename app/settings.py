@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -31,8 +31,11 @@ class Settings(BaseSettings):
         description="Celery broker; empty means an SQLite file at DATA_DIR/broker.db (no server). "
         "Production: redis://host:6379/0.",
     )
-    engine: Literal["transformers"] = Field(
-        "transformers", description="LLM engine: `transformers` runs the model in-process on the CPU."
+    engine: Literal["transformers", "openai", "vllm-local"] = Field(
+        "transformers",
+        description="LLM engine: `transformers` runs the model in-process on the CPU; `openai` talks to "
+        "an OpenAI-compatible server (vLLM) at OPENAI_BASE_URL; `vllm-local` starts and supervises a "
+        "vLLM server for MODEL (installed by `make vllm`), one per worker process.",
     )
     model: str = Field(
         "smollm2",
@@ -43,16 +46,70 @@ class Settings(BaseSettings):
         Path.home() / ".cache" / "longread" / "models",
         description="Where the bundled GGUF model is converted once to a safetensors folder.",
     )
+    tokenizer: str = Field(
+        "",
+        description="Tokenizer of the served model (a local folder or a hub name) for chunking and for "
+        "rendering prompts; empty means the MODEL folder.",
+    )
+    openai_base_url: str = Field(
+        "",
+        description="Base URL of the OpenAI-compatible server for ENGINE=openai, e.g. http://gpu-host:8000/v1.",
+    )
+    openai_model: str = Field(
+        "", description="Model name on that server; empty takes the server's only model (/v1/models)."
+    )
+    openai_api_key: str = Field("", description="Bearer token for that server, if it wants one.")
+    openai_timeout_s: float = Field(
+        600.0, gt=0, description="How long one batched request may take before it is retried, seconds."
+    )
+    openai_max_tries: int = Field(
+        3, ge=1, description="Tries per request on connection errors, timeouts and 5xx (with backoff)."
+    )
+    openai_vllm_extensions: bool = Field(
+        True,
+        description="Send vLLM's extra request fields (add_special_tokens=false, return_token_ids); turn "
+        "off for servers that reject unknown fields.",
+    )
+    vllm_python: Path = Field(
+        Path(__file__).resolve().parents[1] / ".venv-vllm" / "bin" / "python",
+        description="Python of the virtualenv that has vLLM (ENGINE=vllm-local); `make vllm` creates it.",
+    )
+    vllm_args: str = Field(
+        "",
+        description="Extra command-line flags for the local vLLM server, e.g. `--max-num-seqs 16`.",
+    )
+    vllm_max_model_len: int = Field(
+        8192, ge=256, description="Context length of the local vLLM server, tokens (prompt + output)."
+    )
+    vllm_kvcache_gb: int = Field(
+        2, ge=1, description="KV-cache memory of the local vLLM server on the CPU, GiB (VLLM_CPU_KVCACHE_SPACE)."
+    )
+    vllm_startup_timeout_s: float = Field(
+        900.0, gt=0, description="How long the local vLLM server may take to become healthy (the first "
+        "start compiles for minutes)."
+    )
     chunk_tokens: int = Field(512, ge=16, description="Document tokens per chunk.")
     memory_tokens: int = Field(128, ge=8, description="Most tokens the agent may write as memory.")
     answer_tokens: int = Field(64, ge=8, description="Most tokens of the final answer.")
     template_set: str = Field("memagent", description="Prompt template set (see inference/templates.py).")
+    max_batch: int = Field(
+        16, ge=1, description="Most readings a worker advances together (one batched model call per step)."
+    )
     host: str = Field("127.0.0.1", description="Address the web app listens on.")
     port: int = Field(8000, description="Port the web app listens on.")
     max_upload_mb: int = Field(50, ge=1, description="Largest accepted upload, in MiB.")
     stale_after_s: int = Field(
         120, ge=1, description="A running reading whose heartbeat is older than this is resumed."
     )
+
+    @model_validator(mode="after")
+    def _engine_needs(self) -> Settings:
+        if self.engine == "openai" and not self.openai_base_url:
+            raise ValueError(
+                "LONGREAD_ENGINE=openai needs LONGREAD_OPENAI_BASE_URL (e.g. http://127.0.0.1:8000/v1); "
+                "or use LONGREAD_ENGINE=vllm-local to start a local vLLM server"
+            )
+        return self
 
     @property
     def resolved_database_url(self) -> str:
@@ -61,6 +118,10 @@ class Settings(BaseSettings):
     @property
     def resolved_broker_url(self) -> str:
         return self.broker_url or f"sqla+sqlite:///{(self.data_dir / 'broker.db').resolve()}"
+
+    @property
+    def vllm_log(self) -> Path:
+        return self.data_dir / "vllm.log"
 
     @property
     def blob_dir(self) -> Path:

@@ -38,4 +38,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.include_router(router)
     api.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     css = (STATIC_DIR / "longread.css").read_text()
-    return gr.mount_gradio_app(api, build_ui(settings), path="/", css=css)
+    return gr.mount_gradio_app(api, build_ui(settings), path="/", css=css,
+                                max_file_size=f"{settings.max_upload_mb}mb")

@@ -3,31 +3,47 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 from celery.signals import worker_ready
 
 from app.db import session_scope
-from app.queue import READ_TASK, celery_app, enqueue_reading
-from app.services.readings import run_readings, stalled_reading_ids
+from app.queue import READ_TASK, celery_app, request_reading_pass
+from app.services.readings import count_claimable, run_readings
 from app.settings import get_settings
 
 log = logging.getLogger(__name__)
 settings = get_settings()
 app = celery_app(settings)
+_pass_running = threading.Event()
 
 
 @app.task(name=READ_TASK)
-def read(reading_id: int) -> None:
-    run_readings(settings, [reading_id])
+def read_pending() -> None:
+    """One pass: claim queued and stalled readings and advance them together until none is left;
+    readings queued meanwhile join it."""
+    _pass_running.set()
+    try:
+        finished = run_readings(settings)
+        log.info("reading pass finished %d readings", finished)
+    finally:
+        _pass_running.clear()
+
+
+def _sweep() -> None:
+    """Find readings that no task will pick up: left running by a dead worker (their heartbeat
+    goes stale) or queued while the broker lost its message. The DB, not the broker, is the truth."""
+    while True:
+        if not _pass_running.is_set():
+            with session_scope(settings.resolved_database_url) as s:
+                n = count_claimable(s, settings)
+            if n:
+                log.warning("%d readings wait with no pass running: starting one", n)
+                request_reading_pass(settings)
+        time.sleep(max(1.0, settings.stale_after_s / 2))
 
 
 @worker_ready.connect
-def _requeue_stalled(**_kwargs: object) -> None:
-    """Readings left behind by a dead worker or a lost broker message are enqueued again;
-    the cursor guard makes a duplicate harmless."""
-    with session_scope(settings.resolved_database_url) as s:
-        ids = stalled_reading_ids(s, settings)
-    for reading_id in ids:
-        enqueue_reading(settings, reading_id)
-    if ids:
-        log.warning("requeued %d stalled readings: %s", len(ids), ids)
+def _start_sweeper(**_kwargs: object) -> None:
+    threading.Thread(target=_sweep, name="longread-sweeper", daemon=True).start()

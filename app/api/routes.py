@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from app.api.schemas import AskIn, DocumentOut, ReadingOut
 from app.db import session_scope
-from app.queue import enqueue_reading
+from app.queue import request_reading_pass
 from app.services import documents, readings
 from app.settings import Settings
 
@@ -60,7 +60,7 @@ def ask(document_id: int, body: AskIn, settings: SettingsDep) -> ReadingOut:
             s, settings, document_id, [body.question], body.chunk_tokens, body.memory_tokens
         )
         out = ReadingOut.of(reading)
-    enqueue_reading(settings, out.id)
+    request_reading_pass(settings)
     return out
 
 
@@ -75,3 +75,16 @@ def get_reading(reading_id: int, session: SessionDep) -> ReadingOut:
     if reading is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no reading {reading_id}")
     return ReadingOut.of(reading)
+
+
+@router.post("/readings/{reading_id}/cancel")
+def cancel(reading_id: int, session: SessionDep) -> ReadingOut:
+    return ReadingOut.of(readings.cancel_reading(session, reading_id))
+
+
+@router.post("/readings/{reading_id}/retry")
+def retry(reading_id: int, settings: SettingsDep) -> ReadingOut:
+    with session_scope(settings.resolved_database_url) as s:
+        out = ReadingOut.of(readings.retry_reading(s, reading_id))
+    request_reading_pass(settings)
+    return out

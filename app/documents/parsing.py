@@ -1,83 +1,126 @@
-"""Text extraction with a page map. The format is decided by the bytes, not the filename."""
+"""Text extraction with a page map. The format is decided by the bytes, not the filename.
+
+`parse(data)` runs the parser in this process: call it only on trusted bytes (tests, tools).
+Uploads go through `app.documents.sandbox.parse_untrusted`, which runs `parse` in a child
+process with memory, CPU and wall-clock limits.
+
+Formats: PDF with pypdf (one page-map entry per page, labelled with the PDF's printed page
+labels); DOCX, EPUB, HTML and Markdown with `unstructured` (app/documents/rich.py; one
+entry per headed section); plain text is decoded and normalised here (a parser would add nothing),
+with sections at chapter-like headings.
+"""
 
 from __future__ import annotations
 
 import io
-from bisect import bisect_right
-from dataclasses import dataclass
+import re
+
+from app.documents.base import ParsedDocument, ParseError, page_of, page_unit  # noqa: F401 (re-exported)
+from app.documents.detect import ZIP_LIMITS, ZipLimits, decode_text, detect_format  # noqa: F401
+from app.documents.normalise import TextBuilder, normalise
+
+NO_TEXT_PDF = ("the PDF has no text layer (a scan or image-only PDF?); OCR is not supported, "
+               "upload a PDF with selectable text")
 
 
-class ParseError(ValueError):
-    """The file cannot be read as a document; the message is shown to the user."""
+def parse(data: bytes, limits: ZipLimits = ZIP_LIMITS) -> ParsedDocument:
+    fmt = detect_format(data, limits)
+    if fmt == "pdf":
+        parsed = _parse_pdf(data)
+    elif fmt == "txt":
+        parsed = parse_txt(data)
+    else:
+        from app.documents.rich import parse_rich
 
-
-@dataclass(frozen=True)
-class ParsedDocument:
-    format: str
-    text: str
-    #: character offset at which each page starts (one entry for formats without pages)
-    page_starts: list[int]
-
-
-def detect_format(data: bytes) -> str:
-    if data.startswith(b"%PDF-"):
-        return "pdf"
-    if b"\x00" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise ParseError("unsupported file type: this looks like a binary file, not PDF or text")
-    return "txt"
-
-
-def parse(data: bytes) -> ParsedDocument:
-    if not data:
-        raise ParseError("the file is empty")
-    fmt = detect_format(data)
-    parsed = _parse_pdf(data) if fmt == "pdf" else _parse_txt(data)
+        parsed = parse_rich(fmt, data)
     if not parsed.text.strip():
-        hint = " (an image-only or scanned PDF? OCR is not supported)" if fmt == "pdf" else ""
-        raise ParseError(f"no text could be extracted{hint}")
+        raise ParseError(NO_TEXT_PDF if fmt == "pdf" else "no text could be extracted: the file has no readable text")
     return parsed
 
 
-def page_of(page_starts: list[int], char_offset: int) -> int:
-    """1-based page holding `char_offset`."""
-    return max(1, bisect_right(page_starts, char_offset))
+# A chapter-like heading in plain text: a paragraph of one short line such as "Chapter 3",
+# "LETTER IV", "Part First.", "Chapter I. The Bertolini", "ARTICLE 7 - TERM", "PREFACE",
+# "12. GOVERNING LAW" or a lone Roman numeral ("IV.").
+_NUMBER = r"(?:\d{1,4}|[IVXLCivxlc]{1,8}|(?i:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|" \
+          r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve))"
+_TXT_HEADING = re.compile(
+    r"(?i:chapter|letter|part|book|volume|section|article|act|scene|stave|canto)[ \t]+" + _NUMBER
+    + r"\.?(?:[ \t]*[-:.\u2013\u2014]?[ \t]+\S.{0,80})?"
+    r"|(?i:prologue|epilogue|preface|foreword|introduction|appendix|conclusion|contents)\.?"
+    r"|[IVXLC]{1,8}\."
+    r"|[IVXLC]{1,8}"
+    r"|\d{1,3}(?:\.\d{1,3})*\.?[ \t]+[A-Z][A-Z ,&'-]{2,60}"
+)
 
 
-def _normalise(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def _parse_txt(data: bytes) -> ParsedDocument:
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        text = data.decode("utf-16")
-    else:
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            # Project Gutenberg and many older files are Windows-1252; latin-1 never fails.
-            try:
-                text = data.decode("cp1252")
-            except UnicodeDecodeError:
-                text = data.decode("latin-1")
-    return ParsedDocument("txt", _normalise(text), [0])
+def parse_txt(data: bytes) -> ParsedDocument:
+    text = normalise(decode_text(data))
+    starts, labels = [0], ["Start"]
+    offset = 0
+    for block in text.split("\n\n"):
+        if len(block) <= 120 and "\n" not in block and _TXT_HEADING.fullmatch(block):
+            if offset == 0:
+                labels[0] = block
+            elif starts[-1] != offset:
+                starts.append(offset)
+                labels.append(block)
+        offset += len(block) + 2
+    return ParsedDocument("txt", text, starts, labels)
 
 
 def _parse_pdf(data: bytes) -> ParsedDocument:
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    from pypdf.errors import DependencyError, FileNotDecryptedError, LimitReachedError, PyPdfError
 
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
-            raise ParseError("the PDF is encrypted; upload an unprotected copy")
-        pages = [_normalise(page.extract_text() or "") for page in reader.pages]
+            # Many PDFs are encrypted only to restrict printing, with an empty open password.
+            try:
+                opened = reader.decrypt("")
+            except (DependencyError, NotImplementedError) as exc:
+                raise ParseError(f"the PDF uses an encryption this server cannot open ({exc})") from exc
+            if not opened:
+                raise ParseError("the PDF is password-protected; upload an unprotected copy")
+        n_pages = len(reader.pages)
+        labels = _page_labels(reader, n_pages)
+        b = TextBuilder()
+        for i, page in enumerate(reader.pages):
+            b.new_page(labels[i])
+            b.add(page.extract_text() or "")
+        title = (reader.metadata or {}).get("/Title") if reader.metadata else None
     except ParseError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError) as exc:
-        raise ParseError(f"the PDF is damaged or unreadable: {exc}") from exc
-    starts, parts, offset = [], [], 0
-    for page in pages:
-        starts.append(offset)
-        parts.append(page)
-        offset += len(page) + 2
-    return ParsedDocument("pdf", "\n\n".join(parts), starts)
+    except FileNotDecryptedError as exc:
+        raise ParseError("the PDF is password-protected; upload an unprotected copy") from exc
+    except LimitReachedError as exc:
+        raise ParseError(f"the PDF contains a stream too large to decompress (a PDF bomb?): {exc}") from exc
+    except RecursionError as exc:
+        raise ParseError("the PDF is damaged or unreadable: its structure nests too deeply") from exc
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, AssertionError,
+            ZeroDivisionError, OverflowError, UnicodeError, OSError) as exc:
+        raise ParseError(f"the PDF is damaged or unreadable: {exc}"[:500]) from exc
+    text, starts, page_labels = b.result()
+    if n_pages == 0:
+        raise ParseError("the PDF has no pages")
+    return ParsedDocument("pdf", text, starts, page_labels, _pdf_title(title))
+
+
+def _page_labels(reader, n_pages: int) -> list[str]:  # noqa: ANN001 - a pypdf PdfReader
+    try:
+        labels = list(reader.page_labels)
+        if len(labels) == n_pages and all(isinstance(x, str) and 0 < len(x) <= 40 for x in labels):
+            return labels
+    except Exception:  # noqa: BLE001 - a broken /PageLabels tree only costs us the printed labels
+        pass
+    return [str(i + 1) for i in range(n_pages)]
+
+
+def _pdf_title(title: object) -> str | None:
+    if not isinstance(title, str):
+        return None
+    title = normalise(title).replace("\n", " ")
+    # Word and other converters write their own names and file names here.
+    if not (3 <= len(title) <= 300) or re.match(r"(?i)(microsoft word|untitled|document\d*$)|.*\.(docx?|pdf|rtf)$", title):
+        return None
+    return title

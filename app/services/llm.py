@@ -1,35 +1,101 @@
-"""One engine per process, loaded on first use (the web app only ever needs the tokenizer)."""
+"""One engine per process, built on first use (the web app only ever needs the tokenizer).
+
+- `transformers`: the model in this process.
+- `openai`: an OpenAI-compatible server somewhere else (vLLM on a GPU in production).
+- `vllm-local`: this process starts a vLLM server for the model folder and talks to it over HTTP.
+  Whoever generates owns it, so it is the worker (or `longread ask`, or a benchmark): started once
+  on first use, stopped when the process exits (and, if this process is killed, by the kernel).
+"""
 
 from __future__ import annotations
 
+import atexit
+import shlex
+import threading
 from functools import lru_cache
-from pathlib import Path
 
 from app.settings import Settings
 from inference.engines.base import Engine
 from inference.models import resolve_model_path
 
+_ENGINE_FIELDS = (
+    "engine", "model", "model_cache_dir", "tokenizer", "openai_base_url", "openai_model", "openai_api_key",
+    "openai_timeout_s", "openai_max_tries", "openai_vllm_extensions", "vllm_python", "vllm_args",
+    "vllm_max_model_len", "vllm_kvcache_gb", "vllm_startup_timeout_s", "data_dir",
+)  # fmt: skip
+_engines: dict[tuple, Engine] = {}
+_lock = threading.Lock()
 
-@lru_cache
-def _engine(kind: str, model: str, cache_dir: Path) -> Engine:
-    path = resolve_model_path(model, cache_dir)
-    if kind == "transformers":
+
+def _build(settings: Settings) -> Engine:
+    if settings.engine == "transformers":
         from inference.engines.transformers_engine import TransformersEngine
 
-        return TransformersEngine(path)
-    raise ValueError(f"unknown engine {kind!r}")
+        return TransformersEngine(resolve_model_path(settings.model, settings.model_cache_dir))
 
+    from inference.engines.openai_engine import OpenAIEngine
 
-@lru_cache
-def _tokenizer(model: str, cache_dir: Path):  # noqa: ANN202 - a Hugging Face tokenizer
-    from transformers import AutoTokenizer
+    options = dict(
+        api_key=settings.openai_api_key or None,
+        timeout_s=settings.openai_timeout_s,
+        max_tries=settings.openai_max_tries,
+        vllm_extensions=settings.openai_vllm_extensions,
+    )
+    if settings.engine == "openai":
+        return OpenAIEngine(
+            settings.openai_base_url, tokenizer_for(settings), settings.openai_model or None, **options
+        )
+    if settings.engine == "vllm-local":
+        from inference.vllm_server import VLLMServer
 
-    return AutoTokenizer.from_pretrained(resolve_model_path(model, cache_dir))
+        server = VLLMServer(
+            settings.vllm_python,
+            resolve_model_path(settings.model, settings.model_cache_dir),
+            served_model_name=settings.openai_model or None,
+            max_model_len=settings.vllm_max_model_len,
+            kv_cache_gb=settings.vllm_kvcache_gb,
+            extra_args=shlex.split(settings.vllm_args),
+            log_path=settings.vllm_log,
+            startup_timeout_s=settings.vllm_startup_timeout_s,
+        )
+        server.start()
+        try:
+            return OpenAIEngine(
+                server.base_url, tokenizer_for(settings), server.served_model_name, server=server, **options
+            )
+        except BaseException:
+            server.stop()
+            raise
+    raise ValueError(f"unknown engine {settings.engine!r}")
 
 
 def engine_for(settings: Settings) -> Engine:
-    return _engine(settings.engine, settings.model, settings.model_cache_dir)
+    key = tuple(str(getattr(settings, f)) for f in _ENGINE_FIELDS)
+    with _lock:
+        if key not in _engines:
+            _engines[key] = _build(settings)
+        return _engines[key]
+
+
+@atexit.register
+def close_engines() -> None:
+    """Stop what the engines hold (a local vLLM server); the next engine_for builds afresh."""
+    with _lock:
+        engines = list(_engines.values())
+        _engines.clear()
+    for engine in engines:
+        engine.close()
+
+
+@lru_cache
+def _tokenizer(name_or_path: str):  # noqa: ANN202 - a Hugging Face tokenizer
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(name_or_path)
 
 
 def tokenizer_for(settings: Settings):  # noqa: ANN201
-    return _tokenizer(settings.model, settings.model_cache_dir)
+    """The serving model's tokenizer: LONGREAD_TOKENIZER, else the model folder's."""
+    source = settings.tokenizer or str(resolve_model_path(settings.model, settings.model_cache_dir))
+    return _tokenizer(source)
+

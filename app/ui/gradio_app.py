@@ -9,7 +9,7 @@ import gradio as gr
 
 from app.api.schemas import DocumentOut, Progress
 from app.db import session_scope
-from app.queue import enqueue_reading
+from app.queue import request_reading_pass
 from app.services import documents, readings
 from app.services.documents import UploadError
 from app.services.readings import ReadingError
@@ -98,7 +98,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
                 reading_id = reading.id
         except (ReadingError, ValueError) as exc:
             return None, f"**Cannot ask:** {exc}", "", "", "", gr.Timer(active=False)
-        enqueue_reading(settings, reading_id)
+        request_reading_pass(settings)
         return (reading_id, "Queued: waiting for a worker…", progress_bar(Progress(step=0, total=None,
                 elapsed_s=None, eta_s=None), "queued"), "", "", gr.Timer(active=True))
 

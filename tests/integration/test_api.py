@@ -54,6 +54,27 @@ def test_upload_ask_and_follow_a_reading(client, settings, tokenizer):
     assert client.get(f"/api/documents/{doc['id']}/readings").json()[0]["id"] == reading["id"]
 
 
+def test_cancel_and_retry_resume_from_the_last_checkpoint(client, settings, tokenizer):
+    doc = _upload(client, "mill.txt", TEXT.encode()).json()
+    reading = client.post(f"/api/documents/{doc['id']}/readings", json={"question": "Which mill?"}).json()
+    assert client.post(f"/api/readings/{reading['id']}/retry").status_code == 422  # queued: nothing to retry
+
+    def cancel_after_two_steps(prompt: str) -> str:
+        if len(engine.calls) == 2:
+            assert client.post(f"/api/readings/{reading['id']}/cancel").json()["status"] == "cancelled"
+        return "notes"
+
+    engine = FakeEngine(tokenizer, cancel_after_two_steps)
+    run_readings(settings, engine=engine)
+    got = client.get(f"/api/readings/{reading['id']}").json()
+    assert got["status"] == "cancelled" and got["progress"]["step"] == 1  # step 2 was refused
+    assert client.post(f"/api/readings/{reading['id']}/retry").json()["status"] == "queued"
+    run_readings(settings, engine=FakeEngine(tokenizer, lambda p: "notes"))
+    got = client.get(f"/api/readings/{reading['id']}").json()
+    assert got["status"] == "done"
+    assert [c["step"] for c in got["checkpoints"]] == list(range(1, got["progress"]["total"] + 1))
+
+
 def test_image_only_pdf_is_kept_with_a_clear_error(client, settings):
     writer = PdfWriter()
     for _ in range(3):

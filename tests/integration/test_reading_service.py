@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import func, select
 
 from app.db import session_scope
 from app.migrate import upgrade
-from app.models import Checkpoint, ReadingStatus
+from app.models import Checkpoint, ReadingStatus, utcnow
 from app.services.documents import ingest
 from app.services.readings import ReadingError, create_readings, get_reading, run_readings
 from app.settings import Settings
@@ -101,3 +102,39 @@ def test_questions_on_a_failed_document_are_refused(db_settings):
         assert doc.status.value == "failed" and "binary" in doc.error
         with pytest.raises(ReadingError, match="not ready"):
             create_readings(s, db_settings, doc.id, ["anything?"])
+
+
+def test_a_question_asked_during_a_pass_joins_it(db_settings, tokenizer):
+    doc_id, (first,) = _new_reading(db_settings)
+    joined: list[int] = []
+
+    def respond(prompt: str) -> str:
+        if not joined:  # while the first reading is on its first chunk, a user asks another question
+            with session_scope(db_settings.resolved_database_url) as s:
+                joined.extend(r.id for r in create_readings(s, db_settings, doc_id, ["A later question?"]))
+        return echo_last_line(prompt)
+
+    engine = FakeEngine(tokenizer, respond)
+    assert run_readings(db_settings, engine=engine) == 2
+    with session_scope(db_settings.resolved_database_url) as s:
+        a, b = get_reading(s, first), get_reading(s, joined[0])
+        assert a.status == b.status == ReadingStatus.done
+        total = a.total_chunks
+    # the second reading started at chunk 1 while the first read chunk 2: one call carried both
+    sizes = [len(messages) for messages, _ in engine.calls]
+    assert sizes[0] == 1 and sizes[1] == 2
+    # K shared update calls + B's last chunk + one answer call each; two passes would take 2K + 2
+    assert len(engine.calls) == total + 3
+
+
+def test_a_reading_with_a_live_runner_is_not_taken_twice(db_settings, tokenizer):
+    _, (reading_id,) = _new_reading(db_settings)
+    with session_scope(db_settings.resolved_database_url) as s:
+        r = get_reading(s, reading_id)
+        r.status, r.heartbeat_at = ReadingStatus.running, utcnow()  # another worker holds it
+    engine = FakeEngine(tokenizer, echo_last_line)
+    assert run_readings(db_settings, engine=engine) == 0 and engine.calls == []
+    with session_scope(db_settings.resolved_database_url) as s:
+        r = get_reading(s, reading_id)
+        r.heartbeat_at = utcnow() - timedelta(seconds=db_settings.stale_after_s + 1)  # ... and died
+    assert run_readings(db_settings, engine=engine) == 1

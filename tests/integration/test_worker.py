@@ -17,7 +17,7 @@ from app.cli import worker_command
 from app.db import session_scope
 from app.migrate import upgrade
 from app.models import ReadingStatus
-from app.queue import enqueue_reading
+from app.queue import request_reading_pass
 from app.services.documents import ingest
 from app.services.readings import create_readings, get_reading
 from app.settings import Settings
@@ -84,8 +84,7 @@ def _ask(s: Settings, questions: list[str]) -> list[int]:
     with session_scope(s.resolved_database_url) as db:
         doc = ingest(db, s, "lighthouse.txt", STORY.encode())
         ids = [r.id for r in create_readings(db, s, doc.id, questions)]
-    for reading_id in ids:
-        enqueue_reading(s, reading_id)
+    request_reading_pass(s)
     return ids
 
 
@@ -155,4 +154,4 @@ def test_killed_worker_is_resumed_from_the_last_checkpoint(tmp_path):
         assert r.attempts == 2
         resumed = [c for c in r.checkpoints if c.step > done_before]
         assert resumed and all(c.created_at.replace(tzinfo=timezone.utc) > killed_at for c in resumed)
-    assert "requeued 1 stalled readings" in (tmp_path / "worker2.log").read_text()
+    assert "1 readings wait with no pass running" in (tmp_path / "worker2.log").read_text()

@@ -1,0 +1,37 @@
+"""What every parser returns, the one error users see, and the page map."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+
+class ParseError(ValueError):
+    """The file cannot be read as a document; the message is shown to the user."""
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    format: str
+    text: str
+    #: character offset at which each page (PDF) or section (other formats) starts; sorted, first is 0
+    page_starts: list[int]
+    #: a label per entry of page_starts: the printed page label for PDFs ("iv", "12"), the heading
+    #: for sections ("Chapter 3. The Storm"); same length as page_starts
+    page_labels: list[str] = field(default_factory=list)
+    #: the document's own title (PDF metadata, <title>, first heading), if it has one
+    title: str | None = None
+
+    @property
+    def page_unit(self) -> str:
+        return page_unit(self.format)
+
+
+def page_unit(fmt: str) -> str:
+    """What the entries of the page map are: printed pages for PDF, headed sections otherwise."""
+    return "page" if fmt == "pdf" else "section"
+
+
+def page_of(page_starts: list[int], char_offset: int) -> int:
+    """1-based page (or section) holding `char_offset`. Never below 1, never decreasing in the offset."""
+    return max(1, bisect_right(page_starts, char_offset))
