@@ -59,7 +59,32 @@ Your answer:
 """,
 )
 
-TEMPLATE_SETS: dict[str, TemplateSet] = {t.name: t for t in (MEMAGENT,)}
+# Ours, for prefix-cache sharing: the instructions and the chunk come first, so every question
+# reading the same chunk sends the same prompt prefix (vLLM's automatic prefix caching then computes
+# the chunk's attention once for all of them). Same wording as `memagent`, reordered; the final
+# prompt has no chunk to share and stays MemAgent's.
+CHUNK_FIRST = TemplateSet(
+    name="chunk-first",
+    update="""You are presented with a section of an article that may contain the answer to a problem, the problem, and a previous memory. Please read the provided section carefully and update the memory with the new information that helps to answer the problem. Be sure to retain all relevant details from the previous memory while adding any new, useful information.
+
+<section>
+{chunk}
+</section>
+
+<problem> 
+{prompt}
+</problem>
+
+<memory>
+{memory}
+</memory>
+
+Updated memory:
+""",
+    final=MEMAGENT.final,
+)
+
+TEMPLATE_SETS: dict[str, TemplateSet] = {t.name: t for t in (MEMAGENT, CHUNK_FIRST)}
 
 
 def get_template_set(name: str) -> TemplateSet:

@@ -4,7 +4,7 @@ after str.format). The expected texts below are typed out from that file."""
 
 import pytest
 
-from inference.templates import MEMAGENT, NO_MEMORY, get_template_set
+from inference.templates import CHUNK_FIRST, MEMAGENT, NO_MEMORY, get_template_set
 
 EXPECTED_UPDATE = (
     "You are presented with a problem, a section of an article that may contain the answer to the problem, "
@@ -54,3 +54,12 @@ def test_final_template_renders_as_published():
 def test_unknown_template_set_names_the_choices():
     with pytest.raises(ValueError, match="memagent"):
         get_template_set("nope")
+
+
+def test_chunk_first_prompts_for_one_chunk_share_everything_up_to_the_question():
+    chunk = "It was a dark and stormy night."
+    a = CHUNK_FIRST.render_update("Who?", NO_MEMORY, chunk)
+    b = CHUNK_FIRST.render_update("Where?", "Some notes", chunk)
+    shared = a[: a.index("<problem>")]
+    assert b.startswith(shared) and shared.endswith(f"<section>\n{chunk}\n</section>\n\n")
+    assert CHUNK_FIRST.render_final("Who?", "m") == MEMAGENT.render_final("Who?", "m")
