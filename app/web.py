@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import gradio as gr
@@ -10,6 +11,7 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from app.api.routes import router
+from app.documents.sandbox import warm_up as warm_up_parser
 from app.services.documents import UploadError
 from app.services.readings import ReadingError
 from app.settings import Settings, get_settings
@@ -35,6 +37,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
+    # The sandboxed document parser imports its parsers once (~3 s): start it now, not on the first upload.
+    threading.Thread(target=warm_up_parser, name="parser-warm-up", daemon=True).start()
     api.include_router(router)
     api.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     css = (STATIC_DIR / "longread.css").read_text()

@@ -36,20 +36,20 @@ def upload_document(file: UploadFile, settings: SettingsDep, session: SessionDep
     limit = settings.max_upload_mb * 1024 * 1024
     data = file.file.read(limit + 1)  # never read more than the limit into memory
     doc = documents.ingest(session, settings, file.filename, data)
-    return DocumentOut.of(doc)
+    return DocumentOut.of(doc, settings, with_page_map=True)
 
 
 @router.get("/documents")
-def list_documents(session: SessionDep) -> list[DocumentOut]:
-    return [DocumentOut.of(d) for d in documents.list_documents(session)]
+def list_documents(settings: SettingsDep, session: SessionDep) -> list[DocumentOut]:
+    return [DocumentOut.of(d, settings) for d in documents.list_documents(session)]
 
 
 @router.get("/documents/{document_id}")
-def get_document(document_id: int, session: SessionDep) -> DocumentOut:
+def get_document(document_id: int, settings: SettingsDep, session: SessionDep) -> DocumentOut:
     doc = documents.get_document(session, document_id)
     if doc is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no document {document_id}")
-    return DocumentOut.of(doc)
+    return DocumentOut.of(doc, settings, with_page_map=True)
 
 
 @router.post("/documents/{document_id}/readings", status_code=status.HTTP_201_CREATED)

@@ -7,25 +7,58 @@ from datetime import datetime, timezone
 from pydantic import BaseModel, Field
 
 from app.models import Checkpoint, Document, Reading
+from app.settings import Settings
+
+
+class ReadingEstimateOut(BaseModel):
+    """How long one question would take to read the whole document on the active engine."""
+
+    chunks: int
+    seconds: float | None = Field(description="None when there is no speed figure for the engine")
+    engine: str
+    chunk_tokens: int
+    memory_tokens: int
+    basis: str
+
+
+class PageOut(BaseModel):
+    page: int = Field(description="1-based number, as in a checkpoint's first_page/last_page")
+    start: int = Field(description="character offset in the document's text where it starts")
+    label: str = Field(description="printed page label (PDF) or the section's heading")
 
 
 class DocumentOut(BaseModel):
     id: int
     title: str
+    filename: str | None
     format: str
     status: str
     error: str | None
     size_bytes: int
-    pages: int
+    pages: int = Field(description="number of pages (PDF) or sections (other formats)")
+    page_unit: str = Field(description="`page` for PDF, `section` (a heading and what follows) otherwise")
     char_count: int
     token_count: int | None
+    estimate: ReadingEstimateOut | None = None
+    page_map: list[PageOut] | None = Field(None, description="on single-document responses only")
     created_at: datetime
 
     @classmethod
-    def of(cls, d: Document) -> DocumentOut:
-        return cls(id=d.id, title=d.title, format=d.format, status=d.status.value, error=d.error,
-                   size_bytes=d.size_bytes, pages=len(d.page_starts or []), char_count=d.char_count,
-                   token_count=d.token_count, created_at=d.created_at)
+    def of(cls, d: Document, settings: Settings | None = None, with_page_map: bool = False) -> DocumentOut:
+        from app.services.documents import document_page_unit, estimate_reading, page_map
+
+        estimate = None
+        if settings is not None and d.token_count:
+            e = estimate_reading(d.token_count, settings)
+            estimate = ReadingEstimateOut(chunks=e.chunks, seconds=e.seconds, engine=e.engine,
+                                          chunk_tokens=settings.chunk_tokens,
+                                          memory_tokens=settings.memory_tokens, basis=e.basis)
+        return cls(id=d.id, title=d.title, filename=d.filename, format=d.format, status=d.status.value,
+                   error=d.error, size_bytes=d.size_bytes, pages=len(d.page_starts or []),
+                   page_unit=document_page_unit(d), char_count=d.char_count, token_count=d.token_count,
+                   estimate=estimate,
+                   page_map=[PageOut(**p) for p in page_map(d)] if with_page_map else None,
+                   created_at=d.created_at)
 
 
 class AskIn(BaseModel):

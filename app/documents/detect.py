@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass
 
 from app.documents.base import ParseError
@@ -50,7 +51,7 @@ _KNOWN_BINARIES: list[tuple[bytes, str]] = [
 ]
 _SUPPORTED = "PDF, DOCX, EPUB, HTML, Markdown or plain text"
 
-_HTML_START = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body)\b",
+_HTML_START = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body|title|meta|p|div|h[1-6]|article|section|main|table)\b",
                          re.IGNORECASE | re.DOTALL)
 _MD_HEADING = re.compile(r"^#{1,6}[ \t]+\S", re.MULTILINE)
 _MD_FEATURE = re.compile(r"^(?:```|~~~|[-*+][ \t]+\S|\d+\.[ \t]+\S|>[ \t])|\]\([^)\s]+\)|\*\*\S|__\S", re.MULTILINE)
@@ -110,6 +111,12 @@ def decode_text(data: bytes, strict_tail: bool = True) -> str:
         # A prefix cut in the middle of a UTF-8 sequence is still UTF-8.
         if not strict_tail and exc.start >= len(data) - 3:
             return data[: exc.start].decode("utf-8-sig")
+    # UTF-8 with a few damaged bytes stays UTF-8 (the damage shows as U+FFFD): it is that when
+    # it holds more well-formed multi-byte characters than bad bytes. Otherwise a legacy code page.
+    lenient = data.decode("utf-8-sig", errors="replace")
+    bad = lenient.count("\ufffd")
+    if sum(1 for ch in lenient if ord(ch) > 0x7F) - bad > bad:
+        return lenient
     try:
         return data.decode("cp1252")
     except UnicodeDecodeError:
@@ -163,5 +170,5 @@ def _read_small(archive: zipfile.ZipFile, name: str, limit: int) -> bytes:
     try:
         with archive.open(name) as f:
             return f.read(limit)
-    except (zipfile.BadZipFile, NotImplementedError, ValueError, OSError, EOFError, RuntimeError) as exc:
+    except (zipfile.BadZipFile, zlib.error, NotImplementedError, ValueError, OSError, EOFError, RuntimeError) as exc:
         raise ParseError(f"the file is a damaged ZIP container (DOCX or EPUB): {exc}") from exc

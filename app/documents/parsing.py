@@ -21,18 +21,28 @@ from app.documents.normalise import TextBuilder, normalise
 
 NO_TEXT_PDF = ("the PDF has no text layer (a scan or image-only PDF?); OCR is not supported, "
                "upload a PDF with selectable text")
+FORMAT_NAMES = {"pdf": "PDF", "docx": "DOCX", "epub": "EPUB", "html": "HTML", "md": "Markdown", "txt": "text"}
 
 
 def parse(data: bytes, limits: ZipLimits = ZIP_LIMITS) -> ParsedDocument:
+    """The document's text and page map, or ParseError with a message for the user. Only
+    MemoryError escapes otherwise (the sandbox turns it into a ParseError about the memory limit)."""
     fmt = detect_format(data, limits)
-    if fmt == "pdf":
-        parsed = _parse_pdf(data)
-    elif fmt == "txt":
-        parsed = parse_txt(data)
-    else:
-        from app.documents.rich import parse_rich
+    try:
+        if fmt == "pdf":
+            parsed = _parse_pdf(data)
+        elif fmt == "txt":
+            parsed = parse_txt(data)
+        else:
+            from app.documents.rich import parse_rich
 
-        parsed = parse_rich(fmt, data)
+            parsed = parse_rich(fmt, data)
+    except (ParseError, MemoryError):
+        raise
+    except RecursionError as exc:
+        raise ParseError(f"the {FORMAT_NAMES[fmt]} file is damaged or unreadable: its structure nests too deeply") from exc
+    except Exception as exc:  # noqa: BLE001 - third-party parsers raise anything on broken input
+        raise ParseError(f"the {FORMAT_NAMES[fmt]} file is damaged or unreadable ({type(exc).__name__}: {exc})"[:500]) from exc
     if not parsed.text.strip():
         raise ParseError(NO_TEXT_PDF if fmt == "pdf" else "no text could be extracted: the file has no readable text")
     return parsed
@@ -47,8 +57,7 @@ _TXT_HEADING = re.compile(
     r"(?i:chapter|letter|part|book|volume|section|article|act|scene|stave|canto)[ \t]+" + _NUMBER
     + r"\.?(?:[ \t]*[-:.\u2013\u2014]?[ \t]+\S.{0,80})?"
     r"|(?i:prologue|epilogue|preface|foreword|introduction|appendix|conclusion|contents)\.?"
-    r"|[IVXLC]{1,8}\."
-    r"|[IVXLC]{1,8}"
+    r"|[IVXLC]{1,8}\.?"
     r"|\d{1,3}(?:\.\d{1,3})*\.?[ \t]+[A-Z][A-Z ,&'-]{2,60}"
 )
 

@@ -154,11 +154,12 @@ def _html_title(text: str) -> str | None:
 
 def _zip_member(data: bytes, name: str, limit: int = 1024 * 1024) -> bytes | None:
     import zipfile
+    import zlib
 
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z, z.open(name) as f:
             return f.read(limit)
-    except (KeyError, zipfile.BadZipFile, OSError, ValueError, RuntimeError, NotImplementedError, EOFError):
+    except (KeyError, zipfile.BadZipFile, zlib.error, OSError, ValueError, RuntimeError, NotImplementedError, EOFError):
         return None
 
 

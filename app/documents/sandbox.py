@@ -263,6 +263,9 @@ def _zygote_main(socket_path: str) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     sys.stdout.write("ready\n")
     sys.stdout.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)  # nothing more goes to the caller's pipe (a chatty parser would fill it)
+    os.close(devnull)
     while os.getppid() == parent:  # the caller died: so do we
         try:
             while os.waitpid(-1, os.WNOHANG)[0]:

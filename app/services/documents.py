@@ -1,13 +1,22 @@
-"""Upload → stored original → extracted text with page map → ready (or failed with the error)."""
+"""Upload → stored original → extracted text with page map → ready (or failed with the error).
+
+The bytes are untrusted: the size is checked before anything else, the original is stored under
+its SHA-256 (never under the client's file name), and the format is decided and the text
+extracted in a sandboxed child process (app/documents/sandbox.py). A file that cannot be parsed
+is kept, marked failed, with the message the parser gave; the caller carries on.
+"""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from pathlib import PurePath
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.documents.parsing import ParseError, parse
+from app.documents.base import ParseError, page_unit
+from app.documents.sandbox import DEFAULT_LIMITS, ParseLimits, parse_untrusted
 from app.documents.storage import store_blob
 from app.models import Document, DocumentStatus
 from app.services.llm import tokenizer_for
@@ -19,32 +28,50 @@ class UploadError(ValueError):
 
 
 def clean_title(filename: str | None) -> str:
-    name = PurePath((filename or "").replace("\\", "/")).name
+    """The last path component, printable characters only, at most 300 of them: a file name to
+    show, never to open."""
+    name = PurePath((filename or "")[-4096:].replace("\\", "/")).name
     name = "".join(ch for ch in name if ch.isprintable()).strip()
-    return (name or "untitled")[:300]
+    return (name if name.strip(".") else "untitled")[:300]
 
 
-def ingest(session: Session, settings: Settings, filename: str | None, data: bytes) -> Document:
+def ingest(session: Session, settings: Settings, filename: str | None, data: bytes,
+           limits: ParseLimits = DEFAULT_LIMITS) -> Document:
     """Store the file and extract its text. A file that cannot be parsed is kept, marked failed."""
     if len(data) > settings.max_upload_mb * 1024 * 1024:
         raise UploadError(f"the file is larger than the {settings.max_upload_mb} MiB limit")
     sha256 = store_blob(settings.blob_dir, data)
-    doc = Document(title=clean_title(filename), format="unknown", sha256=sha256, size_bytes=len(data),
+    name = clean_title(filename)
+    doc = Document(title=name, filename=name, format="unknown", sha256=sha256, size_bytes=len(data),
                    status=DocumentStatus.parsing)
     session.add(doc)
     session.flush()
     try:
-        parsed = parse(data)
+        parsed = parse_untrusted(data, limits)
     except ParseError as exc:
         doc.status, doc.error = DocumentStatus.failed, str(exc)
         return doc
+    doc.title = (parsed.title or name)[:300]
     doc.format = parsed.format
     doc.text = parsed.text
     doc.page_starts = parsed.page_starts
+    doc.page_labels = parsed.page_labels
     doc.char_count = len(parsed.text)
     doc.token_count = len(tokenizer_for(settings)(parsed.text, add_special_tokens=False)["input_ids"])
     doc.status = DocumentStatus.ready
     return doc
+
+
+def page_map(doc: Document) -> list[dict[str, object]]:
+    """[{"page": n, "start": char offset, "label": printed label or heading}] — what a checkpoint's
+    first_page/last_page point into."""
+    labels = doc.page_labels or []
+    return [{"page": i + 1, "start": start, "label": labels[i] if i < len(labels) else str(i + 1)}
+            for i, start in enumerate(doc.page_starts or [])]
+
+
+def document_page_unit(doc: Document) -> str:
+    return page_unit(doc.format)
 
 
 def list_documents(session: Session) -> list[Document]:
@@ -53,3 +80,72 @@ def list_documents(session: Session) -> list[Document]:
 
 def get_document(session: Session, document_id: int) -> Document | None:
     return session.get(Document, document_id)
+
+
+# ---------------------------------------------------------------------------------------------
+# How long one question takes to read a document, before anyone asks
+# ---------------------------------------------------------------------------------------------
+
+#: Template words around the chunk and memory in an update prompt (MemAgent's template, SmolLM2's
+#: tokenizer and chat wrapper: ~780 prompt tokens for a 512-token chunk and a 128-token memory).
+PROMPT_OVERHEAD_TOKENS = 140
+
+
+@dataclass(frozen=True)
+class EngineSpeed:
+    """Cost of one model call for ONE question read alone, as a linear model:
+    seconds = prompt_tokens * prefill_s_per_token + written_tokens * decode_s_per_token.
+    The memory is assumed to fill its budget (the untrained model's memories mostly do), so the
+    estimate is an upper bound for short memories."""
+
+    prefill_s_per_token: float
+    decode_s_per_token: float
+    basis: str
+
+
+#: transformers: measured on this project's machine (2 CPU cores, 24 GiB) with
+#: benchmarks/reading_speed.py: SmolLM2-135M-Instruct (the bundled model, float32), in-process
+#: Hugging Face generate, one question, torch on one thread, the default sizes (512-token chunk,
+#: 128-token memory: a ~780-token prompt): 3.5 ms of CPU per prompt token and 80 ms per written
+#: token, i.e. ~13 s per chunk. CPU time, not wall time: the machine was shared while measuring,
+#: and CPU time is what an idle machine's wall time comes to (two threads are a little faster).
+#: vllm-local: vLLM on the CPU with the same model, from DESIGN.md's measurement (~310 document
+#: tokens/s in aggregate for 16 questions at once, ~5x less for one question alone: ~60 tokens/s,
+#: ~8.5 s per 512-token chunk), split between prompt and written tokens in the same proportion.
+#: openai (a remote server, e.g. a GPU): unknown until measured, so no estimate is shown.
+#: Other engineers may replace these with a live measurement (e.g. from finished checkpoints).
+ENGINE_SPEEDS: dict[str, EngineSpeed] = {
+    "transformers": EngineSpeed(
+        prefill_s_per_token=0.0035, decode_s_per_token=0.080,
+        basis="SmolLM2-135M in-process on this machine's CPU, measured",
+    ),
+    "vllm-local": EngineSpeed(
+        prefill_s_per_token=0.0020, decode_s_per_token=0.055,
+        basis="vLLM on the CPU, from the design notes' measurement",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ReadingEstimate:
+    chunks: int
+    #: None when the engine's speed is unknown (a remote server)
+    seconds: float | None
+    engine: str
+    basis: str
+
+
+def estimate_reading(token_count: int | None, settings: Settings, chunk_tokens: int | None = None,
+                     memory_tokens: int | None = None) -> ReadingEstimate:
+    """Chunks and seconds for one question on the active engine with the given (or default) sizes:
+    one update call per chunk (prompt = chunk + memory + template; writes up to memory_tokens),
+    then one final call (prompt = memory + template; writes up to answer_tokens)."""
+    chunk = chunk_tokens or settings.chunk_tokens
+    memory = memory_tokens or settings.memory_tokens
+    chunks = max(1, math.ceil((token_count or 0) / chunk)) if token_count else 0
+    speed = ENGINE_SPEEDS.get(settings.engine)
+    if speed is None:
+        return ReadingEstimate(chunks, None, settings.engine, "no speed figure for this engine yet")
+    update = (chunk + memory + PROMPT_OVERHEAD_TOKENS) * speed.prefill_s_per_token + memory * speed.decode_s_per_token
+    final = (memory + PROMPT_OVERHEAD_TOKENS) * speed.prefill_s_per_token + settings.answer_tokens * speed.decode_s_per_token
+    return ReadingEstimate(chunks, round(chunks * update + final, 1) if chunks else 0.0, settings.engine, speed.basis)

@@ -25,17 +25,39 @@ def _fmt_seconds(s: float | None) -> str:
     return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
 
 
-def _pages(first: int, last: int) -> str:
-    return f"page {first}" if first == last else f"pages {first}–{last}"
+def _pages(first: int, last: int, unit: str = "page", labels: list[str] | None = None) -> str:
+    """Where a chunk came from: "page 3", "pages 3–4", or for sections their headings too:
+    "section 2: Chapter 1", "sections 2–3: Chapter 1 – Chapter 2"."""
+    span = f"{unit} {first}" if first == last else f"{unit}s {first}–{last}"
+    if unit == "page" or not labels or last > len(labels) or {labels[first - 1], labels[last - 1]} == {"Start"}:
+        return span
+    names = labels[first - 1] if first == last else f"{labels[first - 1]} – {labels[last - 1]}"
+    return f"{span}: {names}"
 
 
 def describe_document(d: DocumentOut) -> str:
+    """What a person sees before asking: title, format, pages or sections, size, tokens, and how
+    long one question will take on the active engine."""
     if d.status == "failed":
         return f"**{d.title}** could not be read: {d.error}"
-    return (
-        f"**{d.title}** · {d.format.upper()} · {d.pages} page{'s' if d.pages != 1 else ''} · "
+    unit = d.page_unit if d.pages == 1 else f"{d.page_unit}s"
+    line = (
+        f"**{d.title}** · {FORMAT_NAMES.get(d.format, d.format.upper())} · {d.pages:,} {unit} · "
         f"{d.char_count:,} characters · {d.token_count or 0:,} tokens"
     )
+    e = d.estimate
+    if e is not None and e.chunks:
+        chunks = f"{e.chunks:,} chunk{'s' if e.chunks != 1 else ''} of {e.chunk_tokens} tokens"
+        if e.seconds is None:
+            line += f"  \nOne question reads {chunks} on `{e.engine}` (no speed figure for it yet)."
+        else:
+            line += (f"  \nOne question: about {_fmt_seconds(e.seconds)} to read {chunks} "
+                     f"on `{e.engine}` ({e.basis}).")
+    return line
+
+
+FORMAT_NAMES = {"pdf": "PDF", "docx": "DOCX", "epub": "EPUB", "html": "HTML", "md": "Markdown", "txt": "TXT"}
+UPLOAD_TYPES = [".pdf", ".docx", ".epub", ".html", ".htm", ".xhtml", ".md", ".markdown", ".txt"]
 
 
 def describe_progress(status: str, p: Progress, error: str | None) -> str:
@@ -73,7 +95,8 @@ def build_ui(settings: Settings) -> gr.Blocks:
             return gr.update(), ""
         try:
             with session_scope(url) as s:
-                doc = DocumentOut.of(documents.ingest(s, settings, Path(path).name, Path(path).read_bytes()))
+                doc = DocumentOut.of(documents.ingest(s, settings, Path(path).name, Path(path).read_bytes()),
+                                     settings)
         except UploadError as exc:
             return gr.update(), f"**Upload refused:** {exc}"
         choices = doc_choices()
@@ -85,7 +108,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
             return ""
         with session_scope(url) as s:
             doc = documents.get_document(s, document_id)
-            return describe_document(DocumentOut.of(doc)) if doc else ""
+            return describe_document(DocumentOut.of(doc, settings)) if doc else ""
 
     def on_ask(document_id: int | None, question: str, chunk_tokens: float, memory_tokens: float):
         if document_id is None:
@@ -109,10 +132,9 @@ def build_ui(settings: Settings) -> gr.Blocks:
             r = readings.get_reading(s, reading_id)
             p = Progress.of(r)
             last = r.checkpoints[-1] if r.checkpoints else None
-            memory_label = (
-                f"Agent memory after chunk {last.step} ({_pages(last.first_page, last.last_page)})"
-                if last else "Agent memory"
-            )
+            where = _pages(last.first_page, last.last_page, documents.document_page_unit(r.document),
+                           r.document.page_labels) if last else ""
+            memory_label = f"Agent memory after chunk {last.step} ({where})" if last else "Agent memory"
             status, error, answer = r.status.value, r.error, r.answer
             memory = last.memory if last else ""
         return (
@@ -129,8 +151,8 @@ def build_ui(settings: Settings) -> gr.Blocks:
         reading_id = gr.State(None)
         with gr.Row():
             with gr.Column(scale=1):
-                upload = gr.File(label="Upload a document (PDF or TXT)", file_types=[".pdf", ".txt"],
-                                 elem_id="upload")
+                upload = gr.File(label="Upload (PDF, DOCX, EPUB, HTML, MD, TXT)",
+                                 file_types=UPLOAD_TYPES, elem_id="upload")
                 document = gr.Dropdown(label="Document", choices=doc_choices(), value=None,
                                        elem_id="document")
                 doc_info = gr.Markdown(elem_id="doc-info")

@@ -142,7 +142,7 @@ def test_upload_ask_and_watch_the_agent_read(page, live_server, tmp_path) -> Non
     assert memories, history
     assert _value(page, "#memory textarea").strip()
     label = _text(page, "#memory label")
-    assert f"Agent memory after chunk {total} (page 1)" in label, label  # a TXT is one page
+    assert f"Agent memory after chunk {total} (section 1)" in label, label  # a TXT without headings is one section
 
     # Layout: the bar lines up with the status text above it and spans the column.
     status_box = page.locator("#status").bounding_box()
