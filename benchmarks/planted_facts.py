@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inference.agent import AgentConfig, MemoryAgent
+from inference.chunking import token_starts
 from inference.engines.transformers_engine import TransformersEngine
 from inference.models import resolve_model_path
 
@@ -29,14 +30,20 @@ MODEL_CACHE = Path.home() / ".cache" / "longread" / "models"
 
 # --- planted facts ---------------------------------------------------------------------------
 # Invented names and values, unlikely to occur in the novels, so the fact is the only source.
-FIRST = ["Hollis", "Marguerite", "Tobias", "Ingrid", "Cornelius", "Odile", "Barnaby", "Sabine", "Leopold", "Wilhelmina"]
-SURNAME = ["Quennell", "Ashdown", "Varga", "Pembrook", "Tallis", "Okonjo", "Fairweather", "Lindqvist", "Marchetti", "Brackley"]
+FIRST = ["Hollis", "Marguerite", "Tobias", "Ingrid", "Cornelius", "Odile", "Barnaby", "Sabine", "Leopold",
+         "Wilhelmina"]
+SURNAME = ["Quennell", "Ashdown", "Varga", "Pembrook", "Tallis", "Okonjo", "Fairweather", "Lindqvist",
+           "Marchetti", "Brackley"]
 TITLE = ["Captain", "Doctor", "Professor", "Colonel", "Madame", "Judge"]
-WORDS = ["amber", "falcon", "copper", "lantern", "violet", "harbour", "silent", "thistle", "winter", "orchid", "granite", "sparrow"]
+WORDS = ["amber", "falcon", "copper", "lantern", "violet", "harbour", "silent", "thistle", "winter", "orchid",
+         "granite", "sparrow"]
 COLOURS = ["turquoise", "crimson", "ochre", "lavender", "emerald", "saffron", "charcoal", "magenta"]
-TOWNS = ["Bramwick", "Eastholm", "Carrowmere", "Dunfallow", "Pellingford", "Ravenscar", "Otterbury", "Kilgarren"]
-OBJECTS = ["silver compass", "brass key", "velvet pouch", "ivory chess piece", "pocket watch", "leather journal"]
-PLACES = ["hollow oak", "chapel belfry", "cellar chimney", "boathouse loft", "garden sundial", "attic trunk"]
+TOWNS = ["Bramwick", "Eastholm", "Carrowmere", "Dunfallow", "Pellingford", "Ravenscar", "Otterbury",
+         "Kilgarren"]
+OBJECTS = ["silver compass", "brass key", "velvet pouch", "ivory chess piece", "pocket watch",
+           "leather journal"]
+PLACES = ["hollow oak", "chapel belfry", "cellar chimney", "boathouse loft", "garden sundial",
+          "attic trunk"]
 ANIMALS = ["goats", "geese", "beehives", "ponies", "peacocks", "alpacas"]
 PETS = ["Biscuit", "Tuppence", "Marmaduke", "Pepperpot", "Sixpence", "Bartholomew"]
 
@@ -57,22 +64,27 @@ def make_fact(rng: random.Random) -> Fact:
     kind = rng.randrange(10)
     if kind == 0:
         pw = " ".join(rng.sample(WORDS, 2))
-        return Fact(f"The password to {titled}'s safe is '{pw}'.", f"What is the password to {titled}'s safe?", pw)
+        return Fact(f"The password to {titled}'s safe is '{pw}'.",
+                    f"What is the password to {titled}'s safe?", pw)
     if kind == 1:
         obj, place = rng.choice(OBJECTS), rng.choice(PLACES)
-        return Fact(f"{person} hid the {obj} inside the {place}.", f"Where did {person} hide the {obj}?", place)
+        return Fact(f"{person} hid the {obj} inside the {place}.",
+                    f"Where did {person} hide the {obj}?", place)
     if kind == 2:
         colour = rng.choice(COLOURS)
-        return Fact(f"{person}'s favourite colour was {colour}.", f"What was {person}'s favourite colour?", colour)
+        return Fact(f"{person}'s favourite colour was {colour}.",
+                    f"What was {person}'s favourite colour?", colour)
     if kind == 3:
         return Fact(f"{titled} held the secret meeting in the town of {town}.",
                     f"In which town did {titled} hold the secret meeting?", town)
     if kind == 4:
         n, animals = str(rng.randint(13, 97)), rng.choice(ANIMALS)
-        return Fact(f"{person} kept exactly {n} {animals} on the farm.", f"How many {animals} did {person} keep on the farm?", n)
+        return Fact(f"{person} kept exactly {n} {animals} on the farm.",
+                    f"How many {animals} did {person} keep on the farm?", n)
     if kind == 5:
         code = str(rng.randint(1000, 9999))
-        return Fact(f"The code to the vault of the {town} bank was {code}.", f"What was the code to the vault of the {town} bank?", code)
+        return Fact(f"The code to the vault of the {town} bank was {code}.",
+                    f"What was the code to the vault of the {town} bank?", code)
     if kind == 6:
         ship = f"{rng.choice(WORDS).title()} {rng.choice(WORDS).title()}"
         return Fact(f"{titled}'s ship was called the {ship}.", f"What was {titled}'s ship called?", ship)
@@ -110,13 +122,10 @@ class Case:
     doc_tokens: int
 
 
-def build_cases(tokenizer, n: int, doc_tokens: int, seed: int) -> list[Case]:
+def build_cases(tokenizer, books_dir: Path, n: int, doc_tokens: int, seed: int) -> list[Case]:
     rng = random.Random(seed)
-    books = {p.name: load_book(p) for p in sorted(BOOKS.glob("*.txt"))}
-    offsets = {
-        name: [s for s, _ in tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]]
-        for name, text in books.items()
-    }
+    books = {p.name: load_book(p) for p in sorted(books_dir.glob("*.txt"))}
+    offsets = {name: token_starts(text, tokenizer) for name, text in books.items()}
     cases = []
     while len(cases) < n:
         name = rng.choice(sorted(books))
@@ -128,7 +137,8 @@ def build_cases(tokenizer, n: int, doc_tokens: int, seed: int) -> list[Case]:
         window = books[name][starts[first] : starts[first + span]]
         bounds = [m.end() for m in _SENTENCE_END.finditer(window)]
         # The fact must be the only way to the answer: neither the question nor the text may hold it.
-        if not bounds or normalize(fact.gold) in normalize(fact.question) or normalize(fact.gold) in normalize(window):
+        gold = normalize(fact.gold)
+        if not bounds or gold in normalize(fact.question) or gold in normalize(window):
             continue
         at = rng.choice(bounds)
         text = window[:at] + " " + fact.sentence + window[at:]
@@ -156,7 +166,8 @@ def exact_match(prediction: str, gold: str) -> bool:
 
 # --- running ---------------------------------------------------------------------------------
 def run_setting(engine: TransformersEngine, cases: list[Case], chunk_tokens: int, memory_tokens: int) -> dict:
-    agent = MemoryAgent(engine, AgentConfig(chunk_tokens=chunk_tokens, memory_tokens=memory_tokens, answer_tokens=64))
+    config = AgentConfig(chunk_tokens=chunk_tokens, memory_tokens=memory_tokens, answer_tokens=64)
+    agent = MemoryAgent(engine, config)
     began = time.perf_counter()
     chunks = [[c.text(case.text) for c in agent.chunks(case.text)] for case in cases]
     memories: list[str | None] = [None] * len(cases)
@@ -173,6 +184,7 @@ def run_setting(engine: TransformersEngine, cases: list[Case], chunk_tokens: int
 
     rows = [
         {
+            "fact": case.fact,
             "question": case.question,
             "gold": case.gold,
             "book": case.book,
@@ -181,7 +193,7 @@ def run_setting(engine: TransformersEngine, cases: list[Case], chunk_tokens: int
             "sub_em": sub_em(a.answer, case.gold),
             "exact_match": exact_match(a.answer, case.gold),
             "gold_in_memory": normalize(case.gold) in normalize(memory or ""),
-            "memory_tokens": length,
+            "memory_length": length,
             "memory": memory,
         }
         for case, a, memory, length in zip(cases, answers, memories, memory_lengths)
@@ -204,7 +216,8 @@ def run_setting(engine: TransformersEngine, cases: list[Case], chunk_tokens: int
 
 def markdown_table(results: list[dict]) -> str:
     lines = [
-        "| chunk x memory | sub-EM | EM | gold in memory | mean memory tok | memory at cap | seconds | doc tok/s |",
+        "| chunk x memory | sub-EM | EM | gold in memory | mean memory tok | memory at cap | seconds"
+        " | doc tok/s |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
@@ -220,22 +233,25 @@ def parse_settings(value: str) -> list[tuple[int, int]]:
     try:
         return [(int(c), int(m)) for c, m in (s.split("x") for s in value.split(","))]
     except ValueError:
-        raise argparse.ArgumentTypeError("settings look like 256x64,512x128 (chunk x memory tokens)") from None
+        raise argparse.ArgumentTypeError("settings look like 256x64,512x128 (chunk x memory tokens)") \
+            from None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--settings", type=parse_settings, default=parse_settings("256x64,512x128,512x256,1024x128,2048x256"),
+    parser.add_argument("--settings", type=parse_settings,
+                        default=parse_settings("256x64,512x128,512x256,1024x128,2048x256"),
                         help="comma-separated chunk_tokens x memory_tokens pairs")
     parser.add_argument("--facts", type=int, default=40, help="number of planted-fact cases")
     parser.add_argument("--doc-tokens", type=int, default=2048, help="document length in tokens")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--books", type=Path, default=BOOKS, help="folder of Project Gutenberg .txt files")
     parser.add_argument("--model", default="smollm2", help="model folder, or 'smollm2' for the bundled model")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/planted_facts.json"))
     args = parser.parse_args()
 
     engine = TransformersEngine(resolve_model_path(args.model, MODEL_CACHE))
-    cases = build_cases(engine.tokenizer, args.facts, args.doc_tokens, args.seed)
+    cases = build_cases(engine.tokenizer, args.books, args.facts, args.doc_tokens, args.seed)
     results = []
     for chunk_tokens, memory_tokens in args.settings:
         results.append(run_setting(engine, cases, chunk_tokens, memory_tokens))
@@ -243,7 +259,8 @@ def main() -> None:
         print(f"{chunk_tokens}x{memory_tokens}: sub-EM {r['sub_em']:.1%} in {r['seconds']:.0f}s", flush=True)
         # Written after every setting so a long run that is cut short keeps what it measured.
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        summary = {"model": args.model, "facts": args.facts, "doc_tokens": args.doc_tokens, "seed": args.seed}
+        summary = {"model": args.model, "facts": args.facts, "doc_tokens": args.doc_tokens,
+                   "seed": args.seed}
         args.out.write_text(json.dumps({**summary, "settings": results}, indent=1))
     print(f"\n{args.facts} planted facts, ~{args.doc_tokens}-token documents, seed {args.seed}\n")
     print(markdown_table(results))
