@@ -123,11 +123,16 @@ def decode_text(data: bytes, strict_tail: bool = True) -> str:
         return data.decode("latin-1")
 
 
+# What zipfile raises on damaged archives (a corrupt header can claim an unsupported zip version).
+_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, NotImplementedError, ValueError, OSError,
+               EOFError, RuntimeError)
+
+
 def _zip_format(data: bytes, limits: ZipLimits) -> str:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         infos = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
+    except _ZIP_ERRORS as exc:
         raise ParseError(f"the file is a damaged ZIP container (DOCX or EPUB): {exc}") from exc
     check_zip(infos, limits)
     names = {i.filename for i in infos}
@@ -170,5 +175,5 @@ def _read_small(archive: zipfile.ZipFile, name: str, limit: int) -> bytes:
     try:
         with archive.open(name) as f:
             return f.read(limit)
-    except (zipfile.BadZipFile, zlib.error, NotImplementedError, ValueError, OSError, EOFError, RuntimeError) as exc:
+    except _ZIP_ERRORS as exc:
         raise ParseError(f"the file is a damaged ZIP container (DOCX or EPUB): {exc}") from exc
