@@ -3,8 +3,8 @@
 Each case is a window of real novel text (Project Gutenberg books in ../shared/data/books) with one
 invented fact planted at a random sentence boundary, and a question only that fact answers. Every
 (chunk_tokens x memory_tokens) setting reads all cases; the report gives sub-EM and exact match
-of the boxed answer, how often the gold survived into the final memory, the final memory's length,
-and speed.
+of the answer (the last \\boxed{} or else the whole output), how often the gold survived into the
+final memory, the final memory's length, and speed.
 
     .venv/bin/python -m benchmarks.planted_facts --settings 256x64,512x128 --facts 40 --doc-tokens 2048
 """
