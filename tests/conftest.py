@@ -12,6 +12,15 @@ from inference.models import resolve_model_path
 
 POSTGRES_ADMIN_URL = os.environ.get("LONGREAD_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("LONGREAD_TEST_REDIS", "redis://127.0.0.1:6379/15")
+#: A short story with one fact worth asking about (where the spare key hangs), for real-model tests.
+LIGHTHOUSE = (
+    "Mara kept the lighthouse on the northern cape for eleven winters. Each evening she climbed the "
+    "ninety steps, trimmed the wick and wrote the weather in a green ledger. Ships passed far out, "
+    "their lights like slow stars. The supply boat came on the first Monday of each month, bringing "
+    "flour, lamp oil and letters from her brother in the city. The spare key to the lamp room hangs "
+    "behind the barometer. In the spring of the twelfth year a storm tore the roof from the store "
+    "shed, and Mara spent a week mending it with planks from a wrecked schooner. "
+)
 MODEL_CACHE = Path(os.environ.get("LONGREAD_MODEL_CACHE_DIR", Path.home() / ".cache" / "longread" / "models"))
 
 

@@ -14,17 +14,11 @@ from app.services.documents import ingest
 from app.services.readings import create_readings, get_reading, run_readings
 from inference.agent import AgentConfig, MemoryAgent
 from inference.engines.base import EngineError
+from tests.conftest import LIGHTHOUSE
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
-STORY = (
-    "Mara kept the lighthouse on the northern cape for eleven winters. Each evening she climbed the "
-    "ninety steps, trimmed the wick and wrote the weather in a green ledger. Ships passed far out, "
-    "their lights like slow stars. The supply boat came on the first Monday of each month, bringing "
-    "flour, lamp oil and letters from her brother in the city. The spare key to the lamp room hangs "
-    "behind the barometer. In the spring of the twelfth year a storm tore the roof from the store "
-    "shed, and Mara spent a week mending it with planks from a wrecked schooner. "
-)
+STORY = LIGHTHOUSE
 HARBOUR = (
     "The harbour town woke slowly that morning. Fishing boats rocked against the pier while gulls circled "
     "overhead. Old Tomas mended his nets on the quay, as he had done for forty years. The code to the "

@@ -21,18 +21,11 @@ from app.queue import request_reading_pass
 from app.services.documents import ingest
 from app.services.readings import create_readings, get_reading
 from app.settings import Settings
-from tests.conftest import MODEL_CACHE
+from tests.conftest import LIGHTHOUSE, MODEL_CACHE
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
-STORY = (
-    "Mara kept the lighthouse on the northern cape for eleven winters. Each evening she climbed the "
-    "ninety steps, trimmed the wick and wrote the weather in a green ledger. Ships passed far out, "
-    "their lights like slow stars. The supply boat came on the first Monday of each month, bringing "
-    "flour, lamp oil and letters from her brother in the city. The spare key to the lamp room hangs "
-    "behind the barometer. In the spring of the twelfth year a storm tore the roof from the store "
-    "shed, and Mara spent a week mending it with planks from a wrecked schooner. "
-) * 3
+STORY = LIGHTHOUSE * 3
 
 
 def _settings(tmp_path: Path, database_url: str, broker_url: str) -> Settings:
