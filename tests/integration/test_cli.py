@@ -22,7 +22,7 @@ def test_ask_json_prints_one_object_with_every_checkpoint(tmp_path):
     doc = tmp_path / "ledger.txt"
     doc.write_text(DOC)
     env = {**os.environ, "LONGREAD_DATA_DIR": str(tmp_path / "data"), "LONGREAD_MODEL_CACHE_DIR": str(MODEL_CACHE),
-           "LONGREAD_ANSWER_TOKENS": "24"}
+           "LONGREAD_ANSWER_TOKENS": "24", "LONGREAD_ENGINE": "transformers"}  # no vLLM start per `ask`
     out = subprocess.run(
         [sys.executable, "-m", "app.cli", "ask", str(doc), "-q", "Where is the spare key?", "-q", "When did the boat come?",
          "--chunk-tokens", "40", "--memory-tokens", "24", "--json"],

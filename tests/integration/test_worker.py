@@ -40,6 +40,9 @@ def _env(s: Settings) -> dict[str, str]:
         "LONGREAD_DATA_DIR": str(s.data_dir), "LONGREAD_DATABASE_URL": s.database_url,
         "LONGREAD_BROKER_URL": s.broker_url, "LONGREAD_MODEL_CACHE_DIR": str(s.model_cache_dir),
         "LONGREAD_STALE_AFTER_S": str(s.stale_after_s), "OMP_NUM_THREADS": "1",
+        # In-process model: these tests are about the queue, and a vLLM start per worker would add
+        # a minute each (the browser test runs the default vllm-local engine through a worker).
+        "LONGREAD_ENGINE": "transformers",
     }
 
 

