@@ -9,13 +9,13 @@ What MemAgent's `taskutils/memory_eval/utils/recurrent_boxed.py` does per questi
   the reply is the new memory;
 - one last request with the final prompt and the same sampling and max_tokens; the answer is that
   reply (scored on its last \\boxed{}).
-Questions are independent coroutines: nothing is shared between them but the server.
+Questions are independent: nothing is shared between them but the server.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
@@ -31,9 +31,8 @@ class ReferenceResult:
     completion_tokens: int
 
 
-async def _chat(client: httpx.AsyncClient, url: str, model: str, message: str, max_tokens: int,
-                usage: list[int]) -> str:
-    response = await client.post(url, json={
+def _chat(client: httpx.Client, url: str, model: str, message: str, max_tokens: int, usage: list[int]) -> str:
+    response = client.post(url, json={
         "model": model,
         "messages": [{"role": "user", "content": message}],
         "temperature": 0.7,
@@ -47,34 +46,28 @@ async def _chat(client: httpx.AsyncClient, url: str, model: str, message: str, m
     return data["choices"][0]["message"]["content"]
 
 
-async def _read_one(client: httpx.AsyncClient, url: str, model: str, tokenizer, question: str,  # noqa: ANN001
-                    context: str, chunk_tokens: int, max_new: int, gate: asyncio.Semaphore) -> ReferenceResult:
-    async with gate:
-        ids = tokenizer.encode(context.strip(), add_special_tokens=False)
-        memory, usage = NO_MEMORY, [0, 0]
-        for i in range(0, len(ids), chunk_tokens):
-            chunk = tokenizer.decode(ids[i : i + chunk_tokens])
-            memory = await _chat(client, url, model, MEMAGENT.render_update(question.strip(), memory, chunk),
-                                 max_new, usage)
-        output = await _chat(client, url, model, MEMAGENT.render_final(question.strip(), memory), max_new, usage)
-        return ReferenceResult(output, memory, usage[0], usage[1])
-
-
-async def _read_all(base_url: str, model: str, tokenizer, items: list[tuple[str, str]], chunk_tokens: int,  # noqa: ANN001
-                    max_new: int, concurrency: int) -> list[ReferenceResult]:
-    gate = asyncio.Semaphore(concurrency)
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(3600.0), limits=limits) as client:
-        url = base_url.rstrip("/") + "/chat/completions"
-        return await asyncio.gather(*(
-            _read_one(client, url, model, tokenizer, question, context, chunk_tokens, max_new, gate)
-            for question, context in items
-        ))  # fmt: skip
+def _read_one(client: httpx.Client, url: str, model: str, tokenizer, question: str, context: str,  # noqa: ANN001
+              chunk_tokens: int, max_new: int) -> ReferenceResult:
+    ids = tokenizer.encode(context.strip(), add_special_tokens=False)
+    memory, usage = NO_MEMORY, [0, 0]
+    for i in range(0, len(ids), chunk_tokens):
+        chunk = tokenizer.decode(ids[i : i + chunk_tokens])
+        memory = _chat(client, url, model, MEMAGENT.render_update(question.strip(), memory, chunk), max_new, usage)
+    output = _chat(client, url, model, MEMAGENT.render_final(question.strip(), memory), max_new, usage)
+    return ReferenceResult(output, memory, usage[0], usage[1])
 
 
 def read_reference(base_url: str, model: str, tokenizer, items: list[tuple[str, str]], chunk_tokens: int,  # noqa: ANN001
                    max_new: int, concurrency: int = 64) -> tuple[list[ReferenceResult], float]:
-    """Read every (question, context) with the reference loop; returns the results and the wall seconds."""
+    """Read every (question, context) with the reference loop, `concurrency` questions in flight
+    (theirs are asyncio tasks, ours threads: either way that many requests wait on the server at
+    once); returns the results and the wall seconds."""
+    url = base_url.rstrip("/") + "/chat/completions"
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     started = time.monotonic()
-    results = asyncio.run(_read_all(base_url, model, tokenizer, items, chunk_tokens, max_new, concurrency))
+    with httpx.Client(timeout=httpx.Timeout(3600.0), limits=limits) as client, \
+            ThreadPoolExecutor(max_workers=concurrency) as pool:
+        futures = [pool.submit(_read_one, client, url, model, tokenizer, question, context, chunk_tokens, max_new)
+                   for question, context in items]
+        results = [f.result() for f in futures]
     return results, time.monotonic() - started

@@ -13,7 +13,7 @@ benchmarks/results/bench.json and the plots to benchmarks/results/*.png.
 
     make bench                                           # all three, ~1.5 h on 2 cores
     .venv/bin/python -m benchmarks.run --only throughput --doc-tokens 4096
-    .venv/bin/python -m benchmarks.run --only linear --sizes 8192,32768,131072 --templates chunk-first
+    .venv/bin/python -m benchmarks.run --only linear --sizes 8192,32768,131072 --linear-template memagent
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import httpx
 
 from app.db import session_scope
 from app.migrate import upgrade
@@ -100,6 +102,7 @@ class App:
     """The app's reading path on a fresh database: ingest documents, read questions together."""
 
     def __init__(self, workdir: Path):
+        os.environ.setdefault("VLLM_SERVER_DEV_MODE", "1")  # a local vLLM server then offers /reset_prefix_cache
         self.settings = Settings(data_dir=workdir, database_url="")
         upgrade(self.settings.resolved_database_url)
         started = time.monotonic()
@@ -115,6 +118,12 @@ class App:
         return (f"engine {s.engine}, model {s.model}, chunk {s.chunk_tokens} / memory {s.memory_tokens} / "
                 f"answer {s.answer_tokens} tokens, {os.cpu_count()} CPUs")
 
+    def cold_cache(self) -> None:
+        """Empty a vLLM server's prefix cache, so that no run profits from text an earlier one read."""
+        if getattr(self.engine, "server", None) is not None:  # ours; a remote server is left alone
+            httpx.post(self.engine.base_url.removesuffix("/v1") + "/reset_prefix_cache",
+                       timeout=60).raise_for_status()
+
     def add_document(self, name: str, text: str) -> tuple[int, str, int]:
         with session_scope(self.settings.resolved_database_url) as s:
             doc = ingest(s, self.settings, name, text.encode())
@@ -129,6 +138,7 @@ class App:
         url = settings.resolved_database_url
         with session_scope(url) as s:
             ids = [r.id for doc_id, qs in questions_by_doc.items() for r in create_readings(s, settings, doc_id, qs)]
+        self.cold_cache()
         self.rss.window()
         started = time.monotonic()
         run_readings(settings, ids, self.engine)
@@ -213,6 +223,7 @@ def bench_reference(app: App, lengths: list[int], docs: int, facts: int, templat
                            template)
             rows.append(_scored(f"ours ({template}, greedy)", length, run["answers"], golds, run["wall_s"], doc_tokens))
         items = [(f.question, text) for (_, text, _), d in zip(stored, planted) for f in d.facts]
+        app.cold_cache()
         results, wall = read_reference(app.engine.base_url, app.engine.model_name(), app.tokenizer, items,
                                        s.chunk_tokens, s.memory_tokens, concurrency)
         answers = [extract_boxed(r.output) or r.output.strip() for r in results]
@@ -340,20 +351,22 @@ def _save(fig, path: Path) -> Path:  # noqa: ANN001
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="throughput,linear,reference", help="which benchmarks, comma-separated")
-    parser.add_argument("--templates", default="memagent,chunk-first", help="template sets of our loop")
+    parser.add_argument("--only", default="throughput,reference,linear", help="which benchmarks, in order")
+    parser.add_argument("--templates", default="memagent,chunk-first", help="throughput: template sets compared")
+    parser.add_argument("--linear-template", default="chunk-first", help="linear: template set")
+    parser.add_argument("--reference-templates", default="chunk-first",
+                        help="reference: template sets of our loop (comma-separated)")
     parser.add_argument("--doc-tokens", type=int, default=8192, help="throughput: document size")
     parser.add_argument("--questions", type=int, default=8, help="throughput and linear: questions at once")
     parser.add_argument("--sizes", default="8192,32768,131072", help="linear: document sizes (tokens)")
     parser.add_argument("--lengths", default="2048,8192,16384", help="reference: document sizes (tokens)")
-    parser.add_argument("--docs", type=int, default=4, help="reference: documents per size")
-    parser.add_argument("--facts", type=int, default=4, help="reference: planted facts (questions) per document")
+    parser.add_argument("--docs", type=int, default=2, help="reference: documents per size")
+    parser.add_argument("--facts", type=int, default=8, help="reference: planted facts (questions) per document")
     parser.add_argument("--concurrency", type=int, default=64, help="reference: questions in flight (MemAgent: 64)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     only = args.only.split(",")
-    templates = args.templates.split(",")
 
     args.out.mkdir(parents=True, exist_ok=True)
     results_file = args.out / "bench.json"
@@ -367,13 +380,15 @@ def main(argv: list[str] | None = None) -> None:
             # Each benchmark is written as soon as it ends, so an interrupted run keeps the others.
             for name in only:
                 if name == "throughput":
-                    results[name] = bench_throughput(app, args.doc_tokens, templates, [1, args.questions], cache)
+                    results[name] = bench_throughput(app, args.doc_tokens, args.templates.split(","),
+                                                     [1, args.questions], cache)
                 elif name == "linear":
-                    results[name] = bench_linear(app, [int(x) for x in args.sizes.split(",")], templates[0],
+                    results[name] = bench_linear(app, [int(x) for x in args.sizes.split(",")], args.linear_template,
                                                  args.questions, cache)
                 elif name == "reference":
                     results[name] = bench_reference(app, [int(x) for x in args.lengths.split(",")], args.docs,
-                                                    args.facts, templates, args.concurrency, args.seed)
+                                                    args.facts, args.reference_templates.split(","),
+                                                    args.concurrency, args.seed)
                 else:
                     raise SystemExit(f"unknown benchmark {name!r}")
                 results_file.write_text(json.dumps(results, indent=1))
