@@ -11,8 +11,8 @@ the engine the settings name (`LONGREAD_*`; the embedded default is a local vLLM
 once and shared by every benchmark). Markdown tables are printed; the figures go to
 benchmarks/results/bench.json and the plots to benchmarks/results/*.png.
 
-    make bench                                           # all three, ~1.5 h on 2 cores
-    .venv/bin/python -m benchmarks.run --only throughput --doc-tokens 4096
+    make bench                                           # all three, ~3 h on 2 cores
+    .venv/bin/python -m benchmarks.run --only throughput --doc-tokens 8192
     .venv/bin/python -m benchmarks.run --only linear --sizes 8192,32768,131072 --linear-template memagent
 """
 
@@ -173,31 +173,28 @@ def book_prefix(tokenizer, tokens: int) -> str:  # noqa: ANN001
 
 
 # --- the three benchmarks ------------------------------------------------------------------------
-def bench_throughput(app: App, doc_tokens: int, templates: list[str], counts: list[int], cache: dict) -> list[dict]:
-    rows = []
+def bench_throughput(app: App, doc_tokens: int, templates: list[str], counts: list[int], cache: dict):  # noqa: ANN201
     for template in templates:
+        single = None
         for n in counts:
             run = _book_run(app, doc_tokens, template, n, cache)
-            rows.append({"template": template, "questions": n, "doc_tokens": run["doc_tokens"],
-                         "wall_s": run["wall_s"], "tokens_per_s": n * run["doc_tokens"] / run["wall_s"]})
-            print(f"  throughput {template} x{n}: {rows[-1]['tokens_per_s']:.0f} doc tok/s", flush=True)
-        single = next(r for r in rows if r["template"] == template and r["questions"] == counts[0])
-        for r in rows:
-            if r["template"] == template:
-                r["speedup"] = r["tokens_per_s"] / single["tokens_per_s"]
-    return rows
+            row = {"template": template, "questions": n, "doc_tokens": run["doc_tokens"], "wall_s": run["wall_s"],
+                   "tokens_per_s": n * run["doc_tokens"] / run["wall_s"]}
+            single = single or row
+            row["speedup"] = row["tokens_per_s"] / single["tokens_per_s"]
+            print(f"  throughput {template} x{n}: {row['tokens_per_s']:.0f} doc tok/s", flush=True)
+            yield row
 
 
-def bench_linear(app: App, sizes: list[int], template: str, n: int, cache: dict) -> list[dict]:
-    rows = []
+def bench_linear(app: App, sizes: list[int], template: str, n: int, cache: dict):  # noqa: ANN201
     for size in sizes:
         run = _book_run(app, size, template, n, cache)
-        rows.append({"template": template, "questions": n, "doc_tokens": run["doc_tokens"], "wall_s": run["wall_s"],
-                     "s_per_1k_tokens": run["wall_s"] / run["doc_tokens"] * 1000,
-                     "peak_rss_app_mib": run["peak_rss_app_mib"], "peak_rss_server_mib": run["peak_rss_server_mib"],
-                     "step_seconds": run["step_seconds"]})
-        print(f"  linear {size}: {rows[-1]['s_per_1k_tokens']:.1f} s/1K tokens", flush=True)
-    return rows
+        row = {"template": template, "questions": n, "doc_tokens": run["doc_tokens"], "wall_s": run["wall_s"],
+               "s_per_1k_tokens": run["wall_s"] / run["doc_tokens"] * 1000,
+               "peak_rss_app_mib": run["peak_rss_app_mib"], "peak_rss_server_mib": run["peak_rss_server_mib"],
+               "step_seconds": run["step_seconds"]}
+        print(f"  linear {size}: {row['s_per_1k_tokens']:.1f} s/1K tokens", flush=True)
+        yield row
 
 
 def _book_run(app: App, tokens: int, template: str, n: int, cache: dict) -> dict:
@@ -209,31 +206,31 @@ def _book_run(app: App, tokens: int, template: str, n: int, cache: dict) -> dict
     return cache[key]
 
 
-def bench_reference(app: App, lengths: list[int], docs: int, facts: int, templates: list[str],
-                    concurrency: int, seed: int) -> list[dict]:
+def bench_reference(app: App, lengths: list[int], docs: int, facts: int, templates: list[str],  # noqa: ANN201
+                    concurrency: int, seed: int):
     s = app.settings
-    rows = []
     for length in lengths:
         planted = build_documents(app.tokenizer, BOOKS, docs, facts, length, seed)
         stored = [app.add_document(f"planted-{length}-{i}.txt", d.text) for i, d in enumerate(planted)]
         golds = [f.gold for d in planted for f in d.facts]
         doc_tokens = sum(t for _, _, t in stored) * facts
-        for template in templates:
-            run = app.read({doc_id: [f.question for f in d.facts] for (doc_id, _, _), d in zip(stored, planted)},
-                           template)
-            rows.append(_scored(f"ours ({template}, greedy)", length, run["answers"], golds, run["wall_s"], doc_tokens))
         items = [(f.question, text) for (_, text, _), d in zip(stored, planted) for f in d.facts]
         app.cold_cache()
         results, wall = read_reference(app.engine.base_url, app.engine.model_name(), app.tokenizer, items,
                                        s.chunk_tokens, s.memory_tokens, concurrency)
         answers = [extract_boxed(r.output) or r.output.strip() for r in results]
-        rows.append(_scored(f"MemAgent loop (memagent, T=0.7, {concurrency} at once)", length, answers, golds, wall,
-                            doc_tokens))
-        for r in rows[-len(templates) - 1:]:
-            r["speed_vs_reference"] = r["tokens_per_s"] / rows[-1]["tokens_per_s"]
+        reference = _scored(f"MemAgent loop (memagent, T=0.7, {concurrency} at once)", length, answers, golds,
+                            wall, doc_tokens)
+        rows = [reference]
+        for template in templates:
+            run = app.read({doc_id: [f.question for f in d.facts] for (doc_id, _, _), d in zip(stored, planted)},
+                           template)
+            rows.append(_scored(f"ours ({template}, greedy)", length, run["answers"], golds, run["wall_s"], doc_tokens))
+        for r in rows:
+            r["speed_vs_reference"] = r["tokens_per_s"] / reference["tokens_per_s"]
             print(f"  reference {length}: {r['loop']}: {r['tokens_per_s']:.0f} tok/s, sub-EM {r['sub_em']:.0%}",
                   flush=True)
-    return rows
+            yield r
 
 
 def _scored(loop: str, length: int, answers: list[str], golds: list[str], wall: float, doc_tokens: int) -> dict:
@@ -356,12 +353,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--linear-template", default="chunk-first", help="linear: template set")
     parser.add_argument("--reference-templates", default="chunk-first",
                         help="reference: template sets of our loop (comma-separated)")
-    parser.add_argument("--doc-tokens", type=int, default=8192, help="throughput: document size")
+    parser.add_argument("--doc-tokens", type=int, default=4096, help="throughput: document size")
     parser.add_argument("--questions", type=int, default=8, help="throughput and linear: questions at once")
     parser.add_argument("--sizes", default="8192,32768,131072", help="linear: document sizes (tokens)")
     parser.add_argument("--lengths", default="2048,8192,16384", help="reference: document sizes (tokens)")
-    parser.add_argument("--docs", type=int, default=2, help="reference: documents per size")
-    parser.add_argument("--facts", type=int, default=8, help="reference: planted facts (questions) per document")
+    parser.add_argument("--docs", type=int, default=1, help="reference: documents per size")
+    parser.add_argument("--facts", type=int, default=16, help="reference: planted facts (questions) per document")
     parser.add_argument("--concurrency", type=int, default=64, help="reference: questions in flight (MemAgent: 64)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -377,21 +374,22 @@ def main(argv: list[str] | None = None) -> None:
         results["setup"] = app.describe()
         cache: dict = {}
         try:
-            # Each benchmark is written as soon as it ends, so an interrupted run keeps the others.
             for name in only:
                 if name == "throughput":
-                    results[name] = bench_throughput(app, args.doc_tokens, args.templates.split(","),
-                                                     [1, args.questions], cache)
+                    rows = bench_throughput(app, args.doc_tokens, args.templates.split(","),
+                                            [1, args.questions], cache)
                 elif name == "linear":
-                    results[name] = bench_linear(app, [int(x) for x in args.sizes.split(",")], args.linear_template,
-                                                 args.questions, cache)
+                    rows = bench_linear(app, [int(x) for x in args.sizes.split(",")], args.linear_template,
+                                        args.questions, cache)
                 elif name == "reference":
-                    results[name] = bench_reference(app, [int(x) for x in args.lengths.split(",")], args.docs,
-                                                    args.facts, args.reference_templates.split(","),
-                                                    args.concurrency, args.seed)
+                    rows = bench_reference(app, [int(x) for x in args.lengths.split(",")], args.docs, args.facts,
+                                           args.reference_templates.split(","), args.concurrency, args.seed)
                 else:
                     raise SystemExit(f"unknown benchmark {name!r}")
-                results_file.write_text(json.dumps(results, indent=1))
+                results[name] = []
+                for row in rows:  # written as each run ends: an interrupted benchmark keeps what it measured
+                    results[name].append(row)
+                    results_file.write_text(json.dumps(results, indent=1))
         finally:
             app.rss.stopped.set()
             close_engines()
