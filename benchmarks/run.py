@@ -124,6 +124,28 @@ class App:
             httpx.post(self.engine.base_url.removesuffix("/v1") + "/reset_prefix_cache",
                        timeout=60).raise_for_status()
 
+    def counters(self) -> dict[str, float]:
+        """The server's running totals of prompt tokens, prompt tokens served from its prefix cache,
+        and generated tokens (vLLM's /metrics). Unlike wall time on a shared machine, the prompt tokens
+        it actually computed do not depend on what else runs: they show what sharing saved."""
+        if getattr(self.engine, "server", None) is None:
+            return {}
+        text = httpx.get(self.engine.base_url.removesuffix("/v1") + "/metrics", timeout=60).text
+        totals = dict.fromkeys(("prompt_tokens", "prompt_tokens_cached", "generation_tokens"), 0.0)
+        for line in text.splitlines():
+            name = line.split("{")[0].split(" ")[0].removeprefix("vllm:").removesuffix("_total")
+            if name in totals:
+                totals[name] += float(line.rsplit(" ", 1)[1])
+        return totals
+
+    def tokens_since(self, before: dict[str, float]) -> dict[str, int]:
+        after = self.counters()
+        if not after:
+            return {}
+        delta = {k: int(after[k] - before[k]) for k in after}
+        return {"prompt_tokens_computed": delta["prompt_tokens"] - delta["prompt_tokens_cached"],
+                "prompt_tokens_sent": delta["prompt_tokens"], "generated_tokens": delta["generation_tokens"]}
+
     def add_document(self, name: str, text: str) -> tuple[int, str, int]:
         with session_scope(self.settings.resolved_database_url) as s:
             doc = ingest(s, self.settings, name, text.encode())
@@ -140,9 +162,11 @@ class App:
             ids = [r.id for doc_id, qs in questions_by_doc.items() for r in create_readings(s, settings, doc_id, qs)]
         self.cold_cache()
         self.rss.window()
+        before = self.counters()
         started = time.monotonic()
         run_readings(settings, ids, self.engine)
         wall = time.monotonic() - started
+        tokens = self.tokens_since(before)
         app_mib, server_mib = self.rss.mib()
         with session_scope(url) as s:
             readings = [s.get(Reading, i) for i in ids]
@@ -154,6 +178,7 @@ class App:
                     steps[c.step] = c.seconds  # one batched call per step: the same for all readings
             return {
                 "wall_s": wall,
+                **tokens,
                 "answers": [r.answer for r in readings],
                 "step_seconds": [steps[k] for k in sorted(steps)],
                 "prompt_tokens": sum(c.prompt_tokens for r in readings for c in r.checkpoints),
@@ -179,7 +204,8 @@ def bench_throughput(app: App, doc_tokens: int, templates: list[str], counts: li
         for n in counts:
             run = _book_run(app, doc_tokens, template, n, cache)
             row = {"template": template, "questions": n, "doc_tokens": run["doc_tokens"], "wall_s": run["wall_s"],
-                   "tokens_per_s": n * run["doc_tokens"] / run["wall_s"]}
+                   "tokens_per_s": n * run["doc_tokens"] / run["wall_s"],
+                   "prompt_tokens_computed": run.get("prompt_tokens_computed")}
             single = single or row
             row["speedup"] = row["tokens_per_s"] / single["tokens_per_s"]
             print(f"  throughput {template} x{n}: {row['tokens_per_s']:.0f} doc tok/s", flush=True)
@@ -216,16 +242,20 @@ def bench_reference(app: App, lengths: list[int], docs: int, facts: int, templat
         doc_tokens = sum(t for _, _, t in stored) * facts
         items = [(f.question, text) for (_, text, _), d in zip(stored, planted) for f in d.facts]
         app.cold_cache()
+        before = app.counters()
         results, wall = read_reference(app.engine.base_url, app.engine.model_name(), app.tokenizer, items,
                                        s.chunk_tokens, s.memory_tokens, concurrency)
+        tokens = app.tokens_since(before)
         answers = [extract_boxed(r.output) or r.output.strip() for r in results]
         reference = _scored(f"MemAgent loop (memagent, T=0.7, {concurrency} at once)", length, answers, golds,
-                            wall, doc_tokens)
+                            wall, doc_tokens) | tokens
         rows = [reference]
         for template in templates:
             run = app.read({doc_id: [f.question for f in d.facts] for (doc_id, _, _), d in zip(stored, planted)},
                            template)
-            rows.append(_scored(f"ours ({template}, greedy)", length, run["answers"], golds, run["wall_s"], doc_tokens))
+            rows.append(_scored(f"ours ({template}, greedy)", length, run["answers"], golds, run["wall_s"], doc_tokens)
+                        | {k: run[k] for k in ("prompt_tokens_computed", "prompt_tokens_sent", "generated_tokens")
+                           if k in run})
         for r in rows:
             r["speed_vs_reference"] = r["tokens_per_s"] / reference["tokens_per_s"]
             print(f"  reference {length}: {r['loop']}: {r['tokens_per_s']:.0f} tok/s, sub-EM {r['sub_em']:.0%}",
@@ -250,9 +280,10 @@ def table(headers: list[str], rows: list[list[object]]) -> str:
 def print_tables(results: dict) -> None:
     if "throughput" in results:
         print("\n### 1. Throughput: questions reading one document together\n")
-        print(table(["template", "questions", "doc tokens", "wall s", "doc tok/s (aggregate)", "vs 1 question"],
+        print(table(["template", "questions", "doc tokens", "wall s", "doc tok/s (aggregate)", "vs 1 question",
+                     "prompt tokens computed"],
                     [[r["template"], r["questions"], r["doc_tokens"], f"{r['wall_s']:.0f}", f"{r['tokens_per_s']:.0f}",
-                      f"{r['speedup']:.2f}x"] for r in results["throughput"]]))
+                      f"{r['speedup']:.2f}x", r.get("prompt_tokens_computed") or "-"] for r in results["throughput"]]))
     if "linear" in results:
         print("\n### 2. Linear cost\n")
         print(table(["doc tokens", "questions", "template", "wall s", "s per 1K doc tokens", "step s (median)",
@@ -262,10 +293,12 @@ def print_tables(results: dict) -> None:
                       f"{r['peak_rss_app_mib']:.0f}", f"{r['peak_rss_server_mib']:.0f}"] for r in results["linear"]]))
     if "reference" in results:
         print("\n### 3. Against MemAgent's reference loop (same server, model, documents)\n")
-        print(table(["doc tokens", "loop", "questions", "wall s", "doc tok/s", "vs reference", "sub-EM"],
+        print(table(["doc tokens", "loop", "questions", "wall s", "doc tok/s", "vs reference", "sub-EM",
+                     "prompt tokens computed / sent", "generated tokens"],
                     [[r["doc_tokens"], r["loop"], r["questions"], f"{r['wall_s']:.0f}", f"{r['tokens_per_s']:.0f}",
-                      f"{r['speed_vs_reference']:.2f}x", f"{r['sub_em']:.0%} ({r['hits']}/{r['questions']})"]
-                     for r in results["reference"]]))
+                      f"{r['speed_vs_reference']:.2f}x", f"{r['sub_em']:.0%} ({r['hits']}/{r['questions']})",
+                      f"{r.get('prompt_tokens_computed', '-')} / {r.get('prompt_tokens_sent', '-')}",
+                      r.get("generated_tokens", "-")] for r in results["reference"]]))
 
 
 def plot(results: dict, out: Path) -> list[Path]:

