@@ -122,28 +122,42 @@ class Case:
     doc_tokens: int
 
 
+class Books:
+    """The novels of a folder, with each token's character offset, to cut token-exact windows from."""
+
+    def __init__(self, tokenizer, books_dir: Path):  # noqa: ANN001
+        self.tokenizer = tokenizer
+        self.texts = {p.name: load_book(p) for p in sorted(books_dir.glob("*.txt"))}
+        self.offsets = {name: token_starts(text, tokenizer) for name, text in self.texts.items()}
+        self.names = sorted(self.texts)
+
+    def tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def window(self, rng: random.Random, name: str, span: int) -> tuple[str, list[int]]:
+        """`span` tokens of book `name` from a random start, and its sentence boundaries."""
+        starts = self.offsets[name]
+        first = rng.randrange(len(starts) - span - 1)
+        window = self.texts[name][starts[first] : starts[first + span]]
+        return window, [m.end() for m in _SENTENCE_END.finditer(window)]
+
+
 def build_cases(tokenizer, books_dir: Path, n: int, doc_tokens: int, seed: int) -> list[Case]:
     rng = random.Random(seed)
-    books = {p.name: load_book(p) for p in sorted(books_dir.glob("*.txt"))}
-    offsets = {name: token_starts(text, tokenizer) for name, text in books.items()}
+    books = Books(tokenizer, books_dir)
     cases = []
     while len(cases) < n:
-        name = rng.choice(sorted(books))
+        name = rng.choice(books.names)
         fact = make_fact(rng)
         # The window leaves room for the planted sentence so the whole document is ~doc_tokens.
-        span = doc_tokens - len(tokenizer(" " + fact.sentence, add_special_tokens=False)["input_ids"])
-        starts = offsets[name]
-        first = rng.randrange(len(starts) - span - 1)
-        window = books[name][starts[first] : starts[first + span]]
-        bounds = [m.end() for m in _SENTENCE_END.finditer(window)]
+        window, bounds = books.window(rng, name, doc_tokens - books.tokens(" " + fact.sentence))
         # The fact must be the only way to the answer: neither the question nor the text may hold it.
         gold = normalize(fact.gold)
         if not bounds or gold in normalize(fact.question) or gold in normalize(window):
             continue
         at = rng.choice(bounds)
         text = window[:at] + " " + fact.sentence + window[at:]
-        n_tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"])
-        cases.append(Case(name, text, fact.question, fact.gold, fact.sentence, at / len(window), n_tokens))
+        cases.append(Case(name, text, fact.question, fact.gold, fact.sentence, at / len(window), books.tokens(text)))
     return cases
 
 
@@ -162,18 +176,14 @@ def build_documents(tokenizer, books_dir: Path, n: int, facts_per_doc: int, doc_
     """n documents of ~doc_tokens tokens, each with facts_per_doc facts planted at distinct
     sentence boundaries (spread over the document), none of whose answers the window holds."""
     rng = random.Random(seed)
-    books = {p.name: load_book(p) for p in sorted(books_dir.glob("*.txt"))}
-    offsets = {name: token_starts(text, tokenizer) for name, text in books.items()}
+    books = Books(tokenizer, books_dir)
     docs = []
     while len(docs) < n:
-        name = rng.choice(sorted(books))
+        name = rng.choice(books.names)
         facts = [make_fact(rng) for _ in range(facts_per_doc)]
         golds = [normalize(f.gold) for f in facts]
-        planted = sum(len(tokenizer(" " + f.sentence, add_special_tokens=False)["input_ids"]) for f in facts)
-        starts = offsets[name]
-        first = rng.randrange(len(starts) - (doc_tokens - planted) - 1)
-        window = books[name][starts[first] : starts[first + doc_tokens - planted]]
-        bounds = [m.end() for m in _SENTENCE_END.finditer(window)]
+        planted = sum(books.tokens(" " + f.sentence) for f in facts)
+        window, bounds = books.window(rng, name, doc_tokens - planted)
         questions = " ".join(normalize(f.question) for f in facts)
         if (len(bounds) < facts_per_doc or len(set(golds)) < facts_per_doc
                 or any(g in questions or g in normalize(window) for g in golds)):
@@ -187,8 +197,7 @@ def build_documents(tokenizer, books_dir: Path, n: int, facts_per_doc: int, doc_
             text += window[last:at] + " " + fact.sentence
             last = at
         text += window[last:]
-        n_tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"])
-        docs.append(Document(name, text, facts, n_tokens))
+        docs.append(Document(name, text, facts, books.tokens(text)))
     return docs
 
 

@@ -39,6 +39,7 @@ from benchmarks.planted_facts import build_documents, load_book, sub_em
 from benchmarks.reference_loop import read_reference
 from inference.agent import extract_boxed
 from inference.chunking import token_starts
+from inference.vllm_server import group_pids
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
@@ -78,14 +79,7 @@ class RssSampler(threading.Thread):
     def _server_rss(self) -> int:
         if self.server_pgid is None:
             return 0
-        total = 0
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                if int(stat.read_text().rsplit(")", 1)[1].split()[2]) == self.server_pgid:
-                    total += self._rss(stat.parent.name)
-            except (OSError, IndexError, ValueError):
-                continue
-        return total
+        return sum(self._rss(str(pid)) for pid in group_pids(self.server_pgid))
 
     def run(self) -> None:
         while not self.stopped.wait(0.2):

@@ -72,23 +72,28 @@ def _wait_group(pgid: int, timeout_s: float) -> None:
         time.sleep(0.1)
 
 
-def group_alive(pgid: int) -> bool:
-    """Whether a process of group `pgid` still runs (zombies waiting for their reaper do not count)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        try:
-            os.killpg(pgid, 0)
-            return True
-        except ProcessLookupError:
-            return False
-    for stat in proc.glob("[0-9]*/stat"):
+def group_pids(pgid: int) -> list[int]:
+    """Processes of group `pgid` that still run (zombies waiting for their reaper do not count), from /proc."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
         if int(fields[2]) == pgid and fields[0] != "Z":  # fields after "comm)": state ppid pgrp ...
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs."""
+    if not Path("/proc").is_dir():
+        try:
+            os.killpg(pgid, 0)
             return True
-    return False
+        except ProcessLookupError:
+            return False
+    return bool(group_pids(pgid))
 
 
 class VLLMServer:
