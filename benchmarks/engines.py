@@ -7,13 +7,13 @@ greedy, at most --max-tokens new tokens. Reported per engine and batch size: wal
 
     .venv/bin/python -m benchmarks.engines                          # transformers vs a local vLLM server
     .venv/bin/python -m benchmarks.engines --batches 1,8,16 --repeats 2
-    .venv/bin/python -m benchmarks.engines --engines vllm --vllm-env VLLM_CPU_NUM_OF_RESERVED_CPU=0
+    .venv/bin/python -m benchmarks.engines --engines vllm --vllm-env VLLM_CPU_NUM_OF_RESERVED_CPU=1
     .venv/bin/python -m benchmarks.engines --engines transformers,openai=http://127.0.0.1:8001/v1
     .venv/bin/python -m benchmarks.engines --torch-threads 1    # on a busy machine (see below)
 
 On a machine shared with other busy processes, torch's default of one thread per core makes the
-in-process engine several times slower (its threads spin-wait for each other); vLLM-cpu keeps one
-core for its scheduler and computes on the other, so --torch-threads 1 is the like-for-like run.
+in-process engine several times slower (its threads spin-wait for each other); --torch-threads 1
+is then the fairer run (vLLM-cpu here computes on every core, see inference/vllm_server.py).
 
 `vllm` starts a server with `.venv-vllm/bin/python` (`make vllm`); its start-up time is printed
 and not counted. Every engine gets one untimed warm-up call first.

