@@ -11,7 +11,7 @@ the engine the settings name (`LONGREAD_*`; the embedded default is a local vLLM
 once and shared by every benchmark). Markdown tables are printed; the figures go to
 benchmarks/results/bench.json and the plots to benchmarks/results/*.png.
 
-    make bench                                           # all three, ~3 h on 2 cores
+    make bench                                           # all three, ~2 h on 2 cores
     .venv/bin/python -m benchmarks.run --only throughput --doc-tokens 8192
     .venv/bin/python -m benchmarks.run --only linear --sizes 8192,32768,131072 --linear-template memagent
 """
@@ -295,8 +295,8 @@ def table(headers: list[str], rows: list[list[object]]) -> str:
 
 
 def print_tables(results: dict) -> None:
-    def num(v, fmt: str = ".0f") -> str:  # noqa: ANN001 - rows from an older bench.json lack the CPU columns
-        return "-" if v is None else format(v, fmt)
+    def num(v, fmt: str = ".0f", unit: str = "") -> str:  # noqa: ANN001 - older rows lack the CPU columns
+        return "-" if v is None else format(v, fmt) + unit
 
     if "throughput" in results:
         print("\n### 1. Throughput: questions reading one document together\n")
@@ -304,14 +304,14 @@ def print_tables(results: dict) -> None:
                      "CPU s", "doc tok per CPU s", "vs 1 question (CPU)", "steal", "prompt tokens computed"],
                     [[r["template"], r["questions"], r["doc_tokens"], num(r["wall_s"]), num(r["tokens_per_s"]),
                       f"{r['speedup']:.2f}x", num(r.get("cpu_s")), num(r.get("tokens_per_cpu_s"), ".1f"),
-                      num(r.get("speedup_cpu"), ".2f") + "x", num(r.get("steal_pct")) + "%",
+                      num(r.get("speedup_cpu"), ".2f", "x"), num(r.get("steal_pct"), unit="%"),
                       r.get("prompt_tokens_computed") or "-"] for r in results["throughput"]]))
     if "linear" in results:
         print("\n### 2. Linear cost\n")
         print(table(["doc tokens", "questions", "template", "wall s", "s per 1K doc tokens", "CPU s per 1K doc tokens",
                      "steal", "step s (median)", "prompt tokens computed", "peak RSS app MiB", "peak RSS vLLM MiB"],
                     [[r["doc_tokens"], r["questions"], r["template"], num(r["wall_s"]), num(r["s_per_1k_tokens"], ".2f"),
-                      num(r.get("cpu_s_per_1k_tokens"), ".2f"), num(r.get("steal_pct")) + "%",
+                      num(r.get("cpu_s_per_1k_tokens"), ".2f"), num(r.get("steal_pct"), unit="%"),
                       f"{sorted(r['step_seconds'])[len(r['step_seconds']) // 2]:.2f}",
                       r.get("prompt_tokens_computed") or "-",
                       num(r["peak_rss_app_mib"]), num(r["peak_rss_server_mib"])] for r in results["linear"]]))
@@ -321,7 +321,7 @@ def print_tables(results: dict) -> None:
                      "vs reference (CPU)", "steal", "sub-EM", "prompt tokens computed / sent", "generated tokens"],
                     [[r["doc_tokens"], r["loop"], r["questions"], num(r["wall_s"]), num(r["tokens_per_s"]),
                       f"{r['speed_vs_reference']:.2f}x", num(r.get("cpu_s")),
-                      num(r.get("speed_vs_reference_cpu"), ".2f") + "x", num(r.get("steal_pct")) + "%",
+                      num(r.get("speed_vs_reference_cpu"), ".2f", "x"), num(r.get("steal_pct"), unit="%"),
                       f"{r['sub_em']:.0%} ({r['hits']}/{r['questions']})",
                       f"{r.get('prompt_tokens_computed') or '-'} / {r.get('prompt_tokens_sent') or '-'}",
                       r.get("generated_tokens") or "-"] for r in results["reference"]]))

@@ -155,7 +155,7 @@ class VLLMServer:
         for name in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"):
             env.pop(name, None)
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(self.kv_cache_gb))  # GiB of KV cache
-        env.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")  # see DEFAULT_ARGS: nothing spins, use every core
+        env.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")  # the model computes on every core: see above DEFAULT_ARGS
         if self.threads:
             env.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
             env.setdefault("OMP_NUM_THREADS", str(self.threads))

@@ -52,7 +52,7 @@ def test_markdown_table():
 
 
 def test_cpu_seconds_count_work_not_waiting():
-    # the benchmarks' steal-proof clock: CPU seconds from /proc grow with work, not with waiting
+    # the benchmarks' CPU clock (/proc) grows with work, not with waiting
     before = cpu_seconds("self")
     time.sleep(0.5)
     slept = cpu_seconds("self") - before
@@ -60,5 +60,5 @@ def test_cpu_seconds_count_work_not_waiting():
     while time.process_time() - started < 0.5:
         pass
     worked = cpu_seconds("self") - before - slept
-    assert slept < 0.15
+    assert slept < 0.25
     assert 0.4 <= worked < 1.0
