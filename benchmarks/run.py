@@ -39,7 +39,7 @@ from benchmarks.planted_facts import build_documents, load_book, sub_em
 from benchmarks.reference_loop import read_reference
 from inference.agent import extract_boxed
 from inference.chunking import token_starts
-from inference.vllm_server import group_pids
+from inference.vllm_server import group_pids, proc_stat
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
@@ -62,9 +62,8 @@ MEASURED = ("wall_s", "cpu_s", "steal_pct", "prompt_tokens_computed")  # of ever
 
 def cpu_seconds(pid: str) -> float:
     """User + system CPU seconds a process has used, all its threads (/proc/PID/stat fields 14-15)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:  # it ended between listing and reading
+    fields = proc_stat(pid)
+    if fields is None:  # it ended between listing and reading
         return 0.0
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
@@ -116,7 +115,8 @@ class App:
         self.engine = engine_for(self.settings)
         self.startup_s = time.monotonic() - started
         self.tokenizer = self.engine.tokenizer
-        server = getattr(self.engine, "server", None)
+        server = getattr(self.engine, "server", None)  # ours (vllm-local); a remote server is left alone
+        self.server_url = server.base_url.removesuffix("/v1") if server is not None else None
         self.rss = RssSampler(server.process.pid if server is not None and server.process else None)
         self.rss.start()
 
@@ -127,9 +127,8 @@ class App:
 
     def cold_cache(self) -> None:
         """Empty a vLLM server's prefix cache, so that no run profits from text an earlier one read."""
-        if getattr(self.engine, "server", None) is not None:  # ours; a remote server is left alone
-            httpx.post(self.engine.base_url.removesuffix("/v1") + "/reset_prefix_cache",
-                       timeout=60).raise_for_status()
+        if self.server_url:
+            httpx.post(self.server_url + "/reset_prefix_cache", timeout=60).raise_for_status()
 
     def meter(self) -> dict[str, float]:
         """Running totals to difference around a run: the clock; CPU seconds of this process (the
@@ -142,8 +141,8 @@ class App:
         pids = ["self"] + [str(p) for p in (group_pids(self.rss.server_pgid) if self.rss.server_pgid else [])]
         totals = {"time": time.monotonic(), "cpu": sum(cpu_seconds(p) for p in pids),
                   "steal": int(Path("/proc/stat").read_text().split()[8]) / CLOCK_TICKS}
-        if getattr(self.engine, "server", None) is not None:
-            text = httpx.get(self.engine.base_url.removesuffix("/v1") + "/metrics", timeout=60).text
+        if self.server_url:
+            text = httpx.get(self.server_url + "/metrics", timeout=60).text
             totals |= dict.fromkeys(("prompt_tokens", "prompt_tokens_cached", "generation_tokens"), 0.0)
             for line in text.splitlines():
                 name = line.split("{")[0].split(" ")[0].removeprefix("vllm:").removesuffix("_total")
@@ -193,8 +192,6 @@ class App:
                 **measured,
                 "answers": [r.answer for r in readings],
                 "step_seconds": [steps[k] for k in sorted(steps)],
-                "prompt_tokens": sum(c.prompt_tokens for r in readings for c in r.checkpoints),
-                "completion_tokens": sum(c.completion_tokens for r in readings for c in r.checkpoints),
                 "peak_rss_app_mib": app_mib,
                 "peak_rss_server_mib": server_mib,
             }

@@ -77,16 +77,22 @@ def _wait_group(pgid: int, timeout_s: float) -> None:
         time.sleep(0.1)
 
 
+def proc_stat(pid: int | str) -> list[str] | None:
+    """Fields of /proc/PID/stat after "(comm)": state ppid pgrp ... (field 3 of `man proc_pid_stat` is
+    index 0); None once the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def group_pids(pgid: int) -> list[int]:
     """Processes of group `pgid` that still run (zombies waiting for their reaper do not count), from /proc."""
     pids = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":  # fields after "comm)": state ppid pgrp ...
-            pids.append(int(stat.parent.name))
+    for path in Path("/proc").glob("[0-9]*/stat"):
+        fields = proc_stat(path.parent.name)
+        if fields and int(fields[2]) == pgid and fields[0] != "Z":
+            pids.append(int(path.parent.name))
     return pids
 
 
