@@ -1,13 +1,16 @@
-"""`longread` command: serve, worker, migrate, ingest, ask."""
+"""`longread` command: serve, worker, migrate, ingest, ask, readings, checkpoints, cancel, retry, feedback,
+eval, train, models."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import logging
 import os
 import signal
-import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -38,10 +41,42 @@ def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
     return 0  # not reached
 
 
+def _announce_health(settings: Settings, url: str, stopping: threading.Event, poll_s: float = 2.0) -> None:
+    """Say in the terminal when the model is ready, or failed, or no worker is running: what the
+    page's status line says (app/services/health.py)."""
+    from app.db import session_scope
+    from app.services.health import health
+
+    said = None
+    while not stopping.wait(poll_s):
+        try:
+            with session_scope(settings.resolved_database_url) as s:
+                h = health(s)
+        except Exception:  # noqa: BLE001 - a database hiccup: ask again
+            h = None
+        # Before the first heartbeat the worker is still booting: nothing to say yet.
+        if h is not None and not (said is None and h.engine_state == "none"):
+            key = (h.engine_state, h.detail)
+            if key != said:
+                print(f"Longread is ready at {url}: {h.summary()}" if h.ready else f"longread: {h.summary()}",
+                      flush=True)
+                said = key
+
+
+class _NoShutdownTracebacks(logging.Filter):
+    """At shutdown uvicorn cancels the streams still open after the timeout (a browser tab's) and logs
+    a traceback for each; its one line "Cancel N running task(s)…" says enough."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, asyncio.CancelledError) and "graceful shutdown" in str(exc))
+
+
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
     from app.services.llm import tokenizer_for
+    from app.supervisor import Supervisor
     from app.web import create_app
 
     _migrate(settings)
@@ -49,32 +84,41 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     # uvicorn re-raises the SIGTERM it caught once it has shut down; the default action would end
     # this process before `finally` stops the worker, so turn it into a normal exit.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    worker = None
+    url = f"http://{settings.host}:{settings.port}/"
+    stopping = threading.Event()
+    supervisor = None
     if not args.no_worker:
-        worker = subprocess.Popen(worker_command())
+        # A worker that dies (killed, crashed) is started again, with backoff; see app/supervisor.py.
+        supervisor = Supervisor(worker_command())
+        supervisor.start()
     try:
         app = create_app(settings)
-        print(f"Longread is ready at http://{settings.host}:{settings.port}/", flush=True)
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+        print(f"Longread is up at {url}; the model is starting (questions asked now wait for it).", flush=True)
+        threading.Thread(target=_announce_health, args=(settings, url, stopping), name="health", daemon=True).start()
+        # Open connections (a browser tab's event streams) get this long to finish once asked to stop;
+        # without a bound, an open tab kept `serve` from stopping for good.
+        logging.getLogger("uvicorn.error").addFilter(_NoShutdownTracebacks())
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning",
+                    timeout_graceful_shutdown=settings.shutdown_timeout_s)
     finally:
-        if worker is not None:
-            worker.send_signal(signal.SIGTERM)
-            try:
-                worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
+        stopping.set()
+        if supervisor is not None:
+            supervisor.stop(timeout_s=30)
     return 0
 
 
 def _ingest(settings: Settings, path: Path) -> int:
-    from app.db import session_scope
-    from app.services.documents import ingest
+    from app.services.documents import UploadError, add_document
 
-    with session_scope(settings.resolved_database_url) as s:
-        doc = ingest(s, settings, path.name, path.read_bytes())
-        if doc.error:
-            raise SystemExit(f"longread: {path}: {doc.error}")
-        return doc.id
+    try:
+        doc, existing = add_document(settings, path.name, path.read_bytes())
+    except (OSError, UploadError) as exc:
+        raise SystemExit(f"longread: {path}: {exc}") from None
+    if doc.error:
+        raise SystemExit(f"longread: {path}: {doc.error}")
+    if existing:
+        print(f"longread: {path}: already uploaded as document {doc.id} ({doc.title})", file=sys.stderr)
+    return doc.id
 
 
 def cmd_ingest(settings: Settings, args: argparse.Namespace) -> int:
@@ -85,8 +129,9 @@ def cmd_ingest(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
-    from app.db import session_scope
-    from app.services.readings import create_readings, get_reading, run_readings
+    from app.services import readings
+    from app.services.errors import NotFound
+    from app.services.runner import run_readings
 
     _migrate(settings)
     target = args.document
@@ -96,25 +141,26 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
         doc_id = int(target)
     else:
         raise SystemExit(f"longread: {target}: no such file or document id")
-    with session_scope(settings.resolved_database_url) as s:
-        ids = [r.id for r in create_readings(s, settings, doc_id, args.question,
-                                              args.chunk_tokens, args.memory_tokens)]
+    try:  # read here, in this process: no worker is asked
+        ids = [r.id for r in readings.ask(settings, doc_id, args.question, args.chunk_tokens, args.memory_tokens,
+                                           enqueue=False)]  # fmt: skip
+    except (readings.ReadingError, NotFound) as exc:
+        raise SystemExit(f"longread ask: {exc}") from None
     started = time.monotonic()
     run_readings(settings, ids)
     elapsed = time.monotonic() - started
-    with session_scope(settings.resolved_database_url) as s:
-        out = []
-        for reading_id in ids:
-            r = get_reading(s, reading_id)
-            out.append({
-                "question": r.question,
-                "answer": r.answer,
-                "status": r.status.value,
-                "checkpoints": [
-                    {"step": c.step, "memory": c.memory, "start_char": c.start_char, "end_char": c.end_char}
-                    for c in r.checkpoints
-                ],
-            })
+    out = []
+    for reading_id in ids:
+        r = readings.show(settings, reading_id)
+        out.append({
+            "question": r.question,
+            "answer": r.answer,
+            "status": r.status,
+            "checkpoints": [
+                {"step": c.step, "memory": c.memory, "start_char": c.start_char, "end_char": c.end_char}
+                for c in r.checkpoints
+            ],
+        })
     if args.json:
         print(json.dumps({"readings": out}, ensure_ascii=False))
     else:
@@ -122,6 +168,219 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
             print(f"Q: {r['question']}\nA: {r['answer']}\n   ({r['status']}, {len(r['checkpoints'])} chunks)")
         print(f"read in {elapsed:.1f} s", file=sys.stderr)
     return 0
+
+
+def cmd_feedback(settings: Settings, args: argparse.Namespace) -> int:
+    """Judge a reading's answer, list the verdicts on it, or export every judged reading as JSON Lines."""
+    from dataclasses import asdict
+
+    from app.services import feedback
+    from app.services.errors import NotFound
+
+    _migrate(settings)
+    if args.target == "export":
+        if not args.file or args.verdict or args.answer or args.comment:
+            raise SystemExit("longread feedback: usage: longread feedback export FILE.jsonl [--with-text]")
+        n = feedback.export_file(settings, Path(args.file), with_text=args.with_text)
+        print(f"{n} judged reading{'s' if n != 1 else ''} written to {args.file}", file=sys.stderr)
+        return 0
+    if not args.target.isdigit() or args.file:
+        raise SystemExit(f"longread feedback: {args.target!r} is not a reading id (or `export FILE.jsonl`)")
+    reading_id = int(args.target)
+    try:
+        if args.verdict:
+            views = [feedback.add_feedback(settings, reading_id, args.verdict, args.answer, args.comment)]
+        elif args.answer or args.comment:
+            raise SystemExit("longread feedback: --answer and --comment go with --verdict correct|incorrect")
+        else:
+            views = feedback.reading_feedback(settings, reading_id)
+    except (feedback.FeedbackError, NotFound) as exc:
+        raise SystemExit(f"longread feedback: {exc}") from None
+    if args.json:
+        rows = [{**asdict(v), "created_at": v.created_at.isoformat()} for v in views]
+        print(json.dumps(rows[0] if args.verdict else {"feedback": rows}, ensure_ascii=False))
+    elif args.verdict:
+        print(f"feedback {views[0].id} on reading {reading_id}: {views[0].verdict}")
+    else:
+        for v in views:
+            extra = "".join(f"; {k}: {x}" for k, x in (("corrected answer", v.corrected_answer),
+                                                        ("comment", v.comment)) if x)  # fmt: skip
+            print(f"{v.created_at:%Y-%m-%d %H:%M} {v.verdict}{extra}")
+    return 0
+
+
+def _eval_settings(settings: Settings, args: argparse.Namespace) -> tuple[Settings, str]:
+    """Settings for the model under evaluation, and a label naming it."""
+    updates: dict = {}
+    if args.engine:
+        updates["engine"] = args.engine
+    if args.model:
+        updates["model"] = args.model
+    if args.openai_url:
+        if args.adapter:
+            raise SystemExit("longread eval: --adapter merges into a local model; a served model (--openai-url) "
+                             "must be served with its adapter")
+        updates.update(engine="openai", openai_base_url=args.openai_url)
+    if args.openai_model:
+        updates["openai_model"] = args.openai_model
+    model = updates.get("model", settings.model)
+    label = f"served {args.openai_model or ''} at {args.openai_url}".replace("  ", " ") if args.openai_url else model
+    if args.adapter:
+        from inference.models import resolve_model_path
+        from training.serving import merged_model
+
+        base = resolve_model_path(model, settings.model_cache_dir)
+        updates["model"] = str(merged_model(base, Path(args.adapter), settings.model_cache_dir / "merged"))
+        label = f"{model} + {args.adapter}"
+    return Settings(**{**settings.model_dump(), **updates}), label
+
+
+def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from app.services.llm import engine_for
+    from inference.agent import AgentConfig, MemoryAgent
+    from training import evaluate as ev
+    from training.tasks import KINDS, case_documents, cases_tasks, with_doc_tokens
+
+    settings, label = _eval_settings(settings, args)
+    config = AgentConfig(
+        chunk_tokens=args.chunk_tokens or settings.chunk_tokens,
+        memory_tokens=args.memory_tokens or settings.memory_tokens,
+        answer_tokens=args.answer_tokens or settings.answer_tokens,
+        template_set=args.template or settings.template_set,
+    )
+    batch = args.batch or settings.max_batch
+    if args.cases:
+        tasks = cases_tasks(Path(args.cases))  # validate the file before starting an engine
+        agent = MemoryAgent(engine_for(settings), config)
+        tasks = with_doc_tokens(tasks, agent.engine.tokenizer)
+        results = ev.evaluate(agent, tasks, "cases", lambda t: "cases", batch)
+        out = ev.cases_json(results, case_documents(Path(args.cases)))
+        if args.out:
+            ev.write({"config": {"label": label, "agent": asdict(config), "engine": agent.engine.name,
+                                 "cases": args.cases},
+                      "summary": ev.summarize(results), "cases": [asdict(r) for r in results]}, Path(args.out))  # fmt: skip
+        if args.json:
+            print(json.dumps(out, ensure_ascii=False))
+        else:
+            for c in out["cases"]:
+                print(f"{'✓' if c['correct'] else '✗'} {c['question']}\n  → {c['answer']}")
+            print(f"sub-EM {out['sub_em']:.1%}, exact match {out['exact_match']:.1%} on {len(results)} cases")
+        return 0
+    kinds = list(KINDS) if args.kinds == "all" else [k.strip() for k in args.kinds.split(",") if k.strip()]
+    categories = [c.strip() for c in args.categories.split(",") if c.strip()] if args.categories else None
+    suites = [s.strip() for s in args.suites.split(",") if s.strip()]
+    agent = MemoryAgent(engine_for(settings), config)
+    out_dir = Path(args.out or f"artifacts/eval/{time.strftime('%Y%m%d-%H%M%S')}")
+    out = ev.run(agent, out_dir, ev.parse_lengths(args.lengths), args.n, kinds, categories, suites, args.seed, batch,
+                 label)  # fmt: skip
+    if args.json:
+        print(json.dumps({"summary": out["summary"], "timing": out["timing"], "out": str(out_dir)}))
+    else:
+        print((out_dir / "table.md").read_text(encoding="utf-8"))
+        print(f"results, table and plot in {out_dir}/", file=sys.stderr)
+    return 0
+
+
+def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
+    """Run (or resume) a training run: SFT warm start and/or GRPO, as the config says."""
+    from inference.models import resolve_model_path
+    from training.config import ConfigError, load_config
+    from training.data import TaskSource
+    from training.trainer import Trainer, init_distributed
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        raise SystemExit(f"longread train: {exc}") from None
+    run_dir = Path(args.resume or args.run_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
+    model_path = resolve_model_path(config.model, settings.model_cache_dir)
+    init_distributed()  # under `accelerate launch` / torchrun: one process per device
+    from transformers import AutoTokenizer
+
+    source = TaskSource(config.data, AutoTokenizer.from_pretrained(model_path), config.seed)
+    trainer = Trainer(config, run_dir, model_path, source.draw)
+    if args.resume:
+        trainer.resume()
+    say = print if trainer.rank == 0 else (lambda *_a, **_k: None)  # one voice under torchrun
+    if args.resume:
+        say(f"resuming {run_dir} at step {trainer.step} of {trainer.total_steps}", flush=True)
+    else:
+        say(f"training into {run_dir}: {trainer.total_steps} steps ({config.sft_steps} SFT, {config.rl_steps} RL)",
+            flush=True)
+    trainer.run(max_steps=args.max_steps)
+    done = trainer.step == trainer.total_steps
+    say(f"metrics: {run_dir / 'metrics.jsonl'}, curve: {run_dir / 'curve.png'}"
+        + (f", adapter: {run_dir / 'adapter'}" if done else
+           f"; stopped at step {trainer.step}: resume with --resume {run_dir}"), flush=True)
+    return 0
+
+
+def _models_table(settings: Settings, versions: list[dict]) -> str:
+    from app.services.models import key_metrics
+
+    rows = [("id", "name", "base", "adapter", "active", "key metrics (sub-EM)")]
+    rows.append(("0", "base", settings.model, "-", "" if any(v["active"] for v in versions) else "*",
+                 "the untrained base (settings)"))
+    for v in versions:
+        metrics = ", ".join(f"{k} {x:.0%}" for k, x in key_metrics(v["metrics"]).items()) or "-"
+        rows.append((str(v["id"]), v["name"], v["base_model"], v["adapter_path"] or "-", "*" if v["active"] else "",
+                     metrics))  # fmt: skip
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows)
+
+
+def cmd_models(settings: Settings, args: argparse.Namespace) -> int:
+    """List model versions, register one (`add`), or choose the one new readings use (`activate`)."""
+    from app.db import session_scope
+    from app.services import models as mv
+    from app.services.errors import NotFound
+
+    _migrate(settings)
+    try:
+        with session_scope(settings.resolved_database_url) as s:
+            if args.models_command == "add":
+                v = mv.register_version(s, args.name, activate=args.activate, **_version_fields(settings, args))
+                print(f"model version {v.id} {v.name!r} registered" + (", active" if args.activate else
+                      f"; `longread models activate {v.id}` makes new readings use it"))  # fmt: skip
+                return 0
+            if args.models_command == "activate":
+                target = 0 if args.id == "base" else int(args.id) if args.id.isdigit() else -1
+                if target < 0:
+                    raise mv.ModelVersionError(f"{args.id!r} is not a version id (or 0 / base)")
+                v = mv.activate_version(s, target)
+                print(f"new readings use model version {v.id} {v.name!r}" if v else
+                      f"new readings use the untrained base ({settings.model})")  # fmt: skip
+                return 0
+            versions = [mv.version_dict(v) for v in mv.list_versions(s)]
+    except (mv.ModelVersionError, NotFound) as exc:
+        raise SystemExit(f"longread models: {exc}") from None
+    if args.json:
+        active = next((v["id"] for v in versions if v["active"]), None)
+        print(json.dumps({"active": active, "base_model": settings.model, "versions": versions}, ensure_ascii=False))
+    else:
+        print(_models_table(settings, versions))
+    return 0
+
+
+def _version_fields(settings: Settings, args: argparse.Namespace) -> dict:
+    """What `models add` registers: its flags, else what the adapter's training run says, else settings."""
+    from app.services import models as mv
+
+    run = mv.run_defaults(args.adapter) if args.adapter else {}
+    metrics = None
+    if args.metrics:
+        try:
+            metrics = mv.eval_metrics(json.loads(Path(args.metrics).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise mv.ModelVersionError(f"--metrics {args.metrics}: {exc}") from None
+    return dict(
+        base_model=args.base or run.get("base_model") or settings.model, adapter_path=args.adapter, metrics=metrics,
+        template_set=args.template or run.get("template_set") or settings.template_set, engine=args.engine,
+        chunk_tokens=args.chunk_tokens or run.get("chunk_tokens"), memory_tokens=args.memory_tokens or run.get("memory_tokens"),
+        training_run=args.training_run or run.get("training_run"),
+    )  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -144,6 +403,83 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--memory-tokens", type=int)
     ask.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     ask.set_defaults(func=cmd_ask)
+    fb = sub.add_parser(
+        "feedback",
+        help="judge a reading's answer, list its verdicts, or export them: feedback export FILE.jsonl",
+        description="`longread feedback READING_ID --verdict correct|incorrect [--answer TEXT] [--comment TEXT]` "
+        "judges a finished reading's answer; without --verdict it lists the verdicts on the reading. "
+        "`longread feedback export FILE.jsonl` writes one line per judged reading (its latest verdict) "
+        "for training (README: Feedback export format).",
+    )
+    fb.add_argument("target", metavar="READING_ID|export")
+    fb.add_argument("file", nargs="?", metavar="FILE.jsonl", help="with `export`: where to write")
+    fb.add_argument("--verdict", choices=["correct", "incorrect"])
+    fb.add_argument("--answer", help="the right answer (for incorrect: what the model should have said)")
+    fb.add_argument("--comment")
+    fb.add_argument("--with-text", action="store_true",
+                    help="with `export`: add each document's whole text (document_text), so training needs no database")
+    fb.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    fb.set_defaults(func=cmd_feedback)
+    ev = sub.add_parser(
+        "eval",
+        help="score a model on held-out planted facts per length and contracts per category, or on --cases",
+        description="Held-out synthetic facts (novel pg37106) per document length and held-out contracts "
+        "(training/tasks.py: HELD_OUT_CONTRACTS) per question category: sub-EM and exact match as a "
+        "Markdown table, a PNG plot and results.json in --out. With --cases FILE.jsonl (one "
+        '{"document", "question", "answers"} a line) it scores that set instead.',
+    )
+    ev.add_argument("--cases", metavar="FILE.jsonl", help="a user's set instead of the held-out suites")
+    ev.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    ev.add_argument("--out", metavar="DIR", help="where results.json, table.md and plot.png go "
+                    "(default artifacts/eval/TIMESTAMP; with --cases only when given)")
+    ev.add_argument("--lengths", default="2048,8192,32768,131072,book",
+                    help="document lengths in tokens (8K style allowed), 'book' for the whole held-out novel")
+    ev.add_argument("--n", type=int, default=16, help="synthetic questions per length")
+    ev.add_argument("--kinds", default="single-needle",
+                    help="synthetic task kinds, comma-separated, or 'all' (single-needle, multi-needle, "
+                    "multi-hop, variable-tracking)")
+    ev.add_argument("--categories", help="contract question categories, comma-separated (default all), "
+                    "e.g. 'Governing Law'")
+    ev.add_argument("--suites", default="synthetic,contracts", help="synthetic, contracts, or both")
+    ev.add_argument("--seed", type=int, default=0, help="synthetic task seed (same seed, same tasks)")
+    ev.add_argument("--model", help="base model: 'smollm2' (bundled) or a Hugging Face folder (default: settings)")
+    ev.add_argument("--adapter", metavar="DIR", help="a peft LoRA folder, merged into the base once and cached")
+    ev.add_argument("--engine", choices=["vllm-local", "transformers", "openai"], help="default: settings")
+    ev.add_argument("--openai-url", help="evaluate a served model at this OpenAI-compatible base URL")
+    ev.add_argument("--openai-model", help="model name on that server (default: its only model)")
+    ev.add_argument("--template", help="template set (default: settings)")
+    ev.add_argument("--chunk-tokens", type=int)
+    ev.add_argument("--memory-tokens", type=int)
+    ev.add_argument("--answer-tokens", type=int)
+    ev.add_argument("--batch", type=int, help="questions read together (default: settings' max_batch)")
+    ev.set_defaults(func=cmd_eval)
+    train = sub.add_parser("train", help="train the memory agent (SFT warm start and/or multi-conversation GRPO)")
+    train.add_argument("config", help="a TOML config file, or a preset name: small, memagent")
+    train.add_argument("--run-dir", help="where the run writes (default runs/DATE-TIME)")
+    train.add_argument("--resume", metavar="RUN_DIR", help="continue this run from its last checkpoint")
+    train.add_argument("--max-steps", type=int, help="stop after this many more steps (resume later)")
+    train.set_defaults(func=cmd_train)
+    models = sub.add_parser("models", help="model versions: list, add a trained adapter, activate one",
+                            description="Without a subcommand: list model versions (* marks the one new readings use).")
+    models.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    models.set_defaults(func=cmd_models, models_command=None)
+    models_sub = models.add_subparsers(dest="models_command")
+    add = models_sub.add_parser("add", help="register a model version (a LoRA adapter on a base model)",
+                                description="Defaults come from the adapter's training run (RUN_DIR/config.json "
+                                "beside RUN_DIR/adapter), else from the settings.")
+    add.add_argument("name")
+    add.add_argument("--adapter", metavar="DIR", help="a peft LoRA adapter folder (e.g. runs/RUN/adapter)")
+    add.add_argument("--base", help="base model: 'smollm2' or a Hugging Face folder; with engine openai the "
+                     "base's served name (default: the training run's, else settings)")
+    add.add_argument("--metrics", metavar="RESULTS.json", help="`longread eval` results to keep with it")
+    add.add_argument("--template", help="template set it was trained on (default: the run's, else settings)")
+    add.add_argument("--chunk-tokens", type=int, help="chunk size it was trained for (default: the run's)")
+    add.add_argument("--memory-tokens", type=int, help="memory size it was trained for (default: the run's)")
+    add.add_argument("--engine", choices=["vllm-local", "transformers", "openai"], help="default: settings")
+    add.add_argument("--training-run", metavar="RUN_DIR", help="default: the adapter's parent when it is a run")
+    add.add_argument("--activate", action="store_true", help="new readings use it from now on")
+    activate = models_sub.add_parser("activate", help="new readings use this version (0 or 'base': the untrained base)")
+    activate.add_argument("id", metavar="ID")
     return parser
 
 

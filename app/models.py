@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 from datetime import datetime, timezone
 
-from sqlalchemy import JSON, DateTime, Enum, ForeignKey, Integer, MetaData, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, DateTime, Enum, ForeignKey, Integer, MetaData, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -40,6 +40,13 @@ class ReadingStatus(str, enum.Enum):
     done = "done"
     failed = "failed"
     cancelled = "cancelled"
+
+
+class Verdict(str, enum.Enum):
+    """A person's judgement of a reading's answer."""
+
+    correct = "correct"
+    incorrect = "incorrect"
 
 
 def _enum(cls: type[enum.Enum]) -> Enum:
@@ -85,6 +92,8 @@ class Reading(Base):
     memory_tokens: Mapped[int] = mapped_column(Integer)
     answer_tokens: Mapped[int] = mapped_column(Integer)
     template_set: Mapped[str] = mapped_column(String(64))
+    #: the model version that reads it (None: the settings' model, the untrained base)
+    model_version_id: Mapped[int | None] = mapped_column(ForeignKey("model_version.id"))
     status: Mapped[ReadingStatus] = mapped_column(_enum(ReadingStatus), default=ReadingStatus.queued)
     #: index of the next chunk to read; equals total_chunks once every chunk is read
     cursor: Mapped[int] = mapped_column(Integer, default=0)
@@ -102,6 +111,36 @@ class Reading(Base):
     checkpoints: Mapped[list[Checkpoint]] = relationship(
         back_populates="reading", order_by="Checkpoint.step", cascade="all, delete-orphan"
     )
+    feedback: Mapped[list[Feedback]] = relationship(
+        back_populates="reading", order_by="Feedback.id", cascade="all, delete-orphan"
+    )
+
+
+class ModelVersion(Base):
+    """Weights a reading can be read with: a base model, optionally with a LoRA adapter trained on it.
+    At most one version is active (app/services/models.py); new readings use it, and none active means
+    the settings' model."""
+
+    __tablename__ = "model_version"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    #: `smollm2` (bundled), a local Hugging Face folder, or (engine `openai`) the served base's name
+    base_model: Mapped[str] = mapped_column(String(1000))
+    #: a peft LoRA folder trained on base_model; merged into it once for serving (training/serving.py)
+    adapter_path: Mapped[str | None] = mapped_column(String(1000))
+    #: vllm-local | transformers | openai; None: the settings' engine
+    engine: Mapped[str | None] = mapped_column(String(32))
+    template_set: Mapped[str] = mapped_column(String(64))
+    #: chunk and memory sizes it was trained for; None: the settings'
+    chunk_tokens: Mapped[int | None] = mapped_column(Integer)
+    memory_tokens: Mapped[int | None] = mapped_column(Integer)
+    #: the training run's folder
+    training_run: Mapped[str | None] = mapped_column(Text)
+    #: `longread eval` results (summary, timing, config; or sub_em/exact_match of --cases)
+    metrics: Mapped[dict | None] = mapped_column(JSON)
+    active: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class Checkpoint(Base):
@@ -127,3 +166,38 @@ class Checkpoint(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     reading: Mapped[Reading] = relationship(back_populates="checkpoints")
+
+
+class Feedback(Base):
+    """A person's verdict on a reading's answer, with the right answer and a comment. Never updated:
+    a later verdict on the same reading is a new row, and the latest one counts (the export)."""
+
+    __tablename__ = "feedback"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    reading_id: Mapped[int] = mapped_column(ForeignKey("reading.id", ondelete="CASCADE"), index=True)
+    verdict: Mapped[Verdict] = mapped_column(_enum(Verdict))
+    #: the right answer (for `incorrect`: what the model should have said)
+    corrected_answer: Mapped[str | None] = mapped_column(Text)
+    comment: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    reading: Mapped[Reading] = relationship(back_populates="feedback")
+
+
+class Worker(Base):
+    """A process that reads (a Celery worker): its heartbeat and its engine's state. Workers may run
+    on other machines, so the database is where the web app learns whether any is alive and
+    whether its model is up (app/services/health.py)."""
+
+    __tablename__ = "worker"
+
+    #: "host:pid", unique while the process lives
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    engine: Mapped[str] = mapped_column(String(32))
+    #: starting | ready | failed
+    engine_state: Mapped[str] = mapped_column(String(16))
+    #: why the engine failed (the error and its log's last lines)
+    engine_detail: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)

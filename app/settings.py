@@ -98,8 +98,14 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Address the web app listens on.")
     port: int = Field(8000, description="Port the web app listens on.")
     max_upload_mb: int = Field(50, ge=1, description="Largest accepted upload, in MiB.")
+    shutdown_timeout_s: int = Field(
+        5, ge=0, description="On Ctrl-C or SIGTERM, how long open connections (a browser tab's event stream) "
+        "may take to finish before the web app closes them, seconds.",
+    )
     stale_after_s: int = Field(
-        120, ge=1, description="A running reading whose heartbeat is older than this is resumed."
+        30, ge=1, description="A running reading whose heartbeat is older than this is resumed by another "
+        "worker (its runner refreshes it every quarter of this while it lives, however long a step takes), "
+        "and the page says it waits for a worker.",
     )
 
     @model_validator(mode="after")

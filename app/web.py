@@ -1,4 +1,5 @@
-"""The ASGI app: JSON API under /api, static files under /static, the Gradio UI at /."""
+"""The ASGI app: JSON API under /api, our static files under /app-static (Gradio serves its
+own under /static and /assets), the Gradio UI at /."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from fastapi.staticfiles import StaticFiles
 from app.api.routes import router
 from app.documents.sandbox import warm_up as warm_up_parser
 from app.services.documents import UploadError
+from app.services.errors import NotFound
+from app.services.feedback import FeedbackError
 from app.services.readings import ReadingError
 from app.settings import Settings, get_settings
-from app.ui.gradio_app import build_ui
+from app.ui.gradio_app import UPLOAD_HEADROOM, build_ui
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
@@ -29,8 +32,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def _upload_error(_req: Request, exc: UploadError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=413)
 
+    @api.exception_handler(NotFound)
+    async def _not_found(_req: Request, exc: NotFound) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=404)
+
     @api.exception_handler(ReadingError)
     async def _reading_error(_req: Request, exc: ReadingError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=422)
+
+    @api.exception_handler(FeedbackError)
+    async def _feedback_error(_req: Request, exc: FeedbackError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=422)
 
     @api.get("/healthz")
@@ -40,7 +51,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The sandboxed document parser imports its parsers once (~3 s): start it now, not on the first upload.
     threading.Thread(target=warm_up_parser, name="parser-warm-up", daemon=True).start()
     api.include_router(router)
-    api.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    api.mount("/app-static", StaticFiles(directory=STATIC_DIR), name="app-static")
     css = (STATIC_DIR / "longread.css").read_text()
+    # The UI refuses files over the limit itself, with a message that says so (see UPLOAD_HEADROOM).
+    # No run history: its "Runs" page lists Gradio's internal calls, which mean nothing to a reader;
+    # our API's docs are at /docs, so Gradio's "Use via API" page is left out too.
     return gr.mount_gradio_app(api, build_ui(settings), path="/", css=css,
-                                max_file_size=f"{settings.max_upload_mb}mb")
+                                max_file_size=UPLOAD_HEADROOM * settings.max_upload_mb * 1024 * 1024,
+                                footer_links=["gradio", "settings"], run_history=False)

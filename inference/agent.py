@@ -37,6 +37,21 @@ class Answer:
     completion: Completion
 
 
+@dataclass
+class Trajectory:
+    """One whole reading: a conversation per chunk (the memory it wrote) and the final one.
+    `messages[i]` is the user message that produced `completions[i]`; the last pair is the answer."""
+
+    problem: str
+    messages: list[str]
+    completions: list[Completion]
+    answer: Answer | None = None
+
+    @property
+    def memories(self) -> list[str]:
+        return [c.text for c in self.completions[: len(self.completions) - (self.answer is not None)]]
+
+
 _BOXED = "\\boxed{"
 
 
@@ -66,20 +81,24 @@ class MemoryAgent:
     def chunks(self, text: str) -> list[Chunk]:
         return split_into_chunks(text, self.engine.tokenizer, self.config.chunk_tokens)
 
-    def update(self, items: Sequence[tuple[str, str | None, str]]) -> list[Completion]:
-        """One memory rewrite per (problem, memory or None for the first chunk, chunk text)."""
-        prompts = [
+    def update_messages(self, items: Sequence[tuple[str, str | None, str]]) -> list[str]:
+        return [
             self.templates.render_update(problem, NO_MEMORY if memory is None else memory, chunk)
             for problem, memory, chunk in items
         ]
-        return self.engine.generate(prompts, self.config.memory_tokens)
 
-    def answer(self, items: Sequence[tuple[str, str | None]]) -> list[Answer]:
-        prompts = [
+    def final_messages(self, items: Sequence[tuple[str, str | None]]) -> list[str]:
+        return [
             self.templates.render_final(problem, NO_MEMORY if memory is None else memory)
             for problem, memory in items
         ]
-        completions = self.engine.generate(prompts, self.config.answer_tokens)
+
+    def update(self, items: Sequence[tuple[str, str | None, str]], temperature: float = 0.0) -> list[Completion]:
+        """One memory rewrite per (problem, memory or None for the first chunk, chunk text)."""
+        return self.engine.generate(self.update_messages(items), self.config.memory_tokens, temperature)
+
+    def answer(self, items: Sequence[tuple[str, str | None]], temperature: float = 0.0) -> list[Answer]:
+        completions = self.engine.generate(self.final_messages(items), self.config.answer_tokens, temperature)
         answers = []
         for c in completions:
             boxed = extract_boxed(c.text)
@@ -101,3 +120,34 @@ class MemoryAgent:
             if on_memory:
                 on_memory(chunk, completions)
         return self.answer(list(zip(problems, memories)))
+
+    def read_batch(self, items: Sequence[tuple[str, str]], temperature: float = 0.0) -> list[Trajectory]:
+        """Read many (problem, document text) pairs in lockstep, whatever their lengths: step k is one
+        batched call for every item that has a chunk k; then one call answers them all. Keeps every
+        message and completion (evaluation reads the answers, training the whole conversations)."""
+        chunked: dict[int, list[Chunk]] = {}
+        trajectories = [Trajectory(problem, [], []) for problem, _ in items]
+        plans = []
+        for _, text in items:
+            if id(text) not in chunked:
+                chunked[id(text)] = self.chunks(text)
+            plans.append(chunked[id(text)])
+        for k in range(max((len(p) for p in plans), default=0)):
+            active = [i for i, plan in enumerate(plans) if k < len(plan)]
+            batch = [(items[i][0], _last_memory(trajectories[i]), plans[i][k].text(items[i][1])) for i in active]
+            messages = self.update_messages(batch)
+            completions = self.engine.generate(messages, self.config.memory_tokens, temperature)
+            for i, message, completion in zip(active, messages, completions):
+                trajectories[i].messages.append(message)
+                trajectories[i].completions.append(completion)
+        finals = [(t.problem, _last_memory(t)) for t in trajectories]
+        messages = self.final_messages(finals)
+        for t, message, answer in zip(trajectories, messages, self.answer(finals, temperature)):
+            t.messages.append(message)
+            t.completions.append(answer.completion)
+            t.answer = answer
+        return trajectories
+
+
+def _last_memory(t: Trajectory) -> str | None:
+    return t.completions[-1].text if t.completions else None

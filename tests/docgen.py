@@ -94,14 +94,21 @@ def to_html(book: Book) -> bytes:
             f"</head>\n<body>\n<h1>{escape(book.title)}</h1>\n{body}\n</body></html>\n").encode("utf-8")
 
 
-def to_docx(book: Book) -> bytes:
+def to_docx(book: Book, headings: str = "styles") -> bytes:
+    """`headings`: "styles" marks the title and headings with Word's Title and Heading 1 styles;
+    "bold" writes them as plain paragraphs set in bold, as documents without styles do."""
     import docx
 
     d = docx.Document()
     d.core_properties.title = book.title
-    d.add_heading(book.title, level=0)
+    if headings == "bold":
+        d.add_paragraph().add_run(book.title).bold = True
+    else:
+        d.add_heading(book.title, level=0)
     for heading, paragraphs in book.sections:
-        if heading:
+        if heading and headings == "bold":
+            d.add_paragraph().add_run(heading).bold = True
+        elif heading:
             d.add_heading(heading, level=1)
         for p in paragraphs:
             d.add_paragraph(p)

@@ -22,7 +22,7 @@ class FakeEngine(Engine):
         self.fail_on_call = fail_on_call
         self.calls: list[tuple[list[str], int]] = []
 
-    def generate(self, messages: Sequence[str], max_tokens: int) -> list[Completion]:
+    def generate(self, messages: Sequence[str], max_tokens: int, temperature: float = 0.0) -> list[Completion]:
         self.calls.append((list(messages), max_tokens))
         if self.fail_on_call == len(self.calls):
             raise RuntimeError("simulated engine crash")

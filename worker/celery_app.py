@@ -3,21 +3,54 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 
-from celery.signals import worker_ready
+from celery.signals import worker_ready, worker_shutdown
 
 from app.db import session_scope
 from app.queue import READ_TASK, celery_app, request_reading_pass
-from app.services.llm import engine_for
-from app.services.readings import count_claimable, run_readings
+from app.services import health
+from app.services.llm import engine_for, release_engines
+from app.services.models import active_serving_settings
+from app.services.runner import count_claimable, run_readings
 from app.settings import get_settings
+from app.supervisor import die_with_supervisor
+
+die_with_supervisor()  # started by `longread serve`: stop when it dies, even by SIGKILL
 
 log = logging.getLogger(__name__)
 settings = get_settings()
 app = celery_app(settings)
 _pass_running = threading.Event()
+NAME = f"{socket.gethostname()}:{os.getpid()}"
+#: what this worker's heartbeat says about its engine
+_engine = {"state": "starting", "detail": None}
+
+
+def _start_engine() -> None:
+    """Build (or reuse) the engine, recording its state for the heartbeat; raises what it raised."""
+    if _engine["state"] != "ready":
+        _engine.update(state="starting", detail=None)
+    try:
+        engine_for(active_serving_settings(settings))  # the active model version's weights
+    except Exception as exc:
+        _engine.update(state="failed", detail=f"{type(exc).__name__}: {exc}"[-8000:])
+        raise
+    _engine.update(state="ready", detail=None)
+
+
+def _beat() -> None:
+    """Tell the database this worker is alive and how its engine is, every HEARTBEAT_S seconds."""
+    while True:
+        try:
+            with session_scope(settings.resolved_database_url) as s:
+                health.beat(s, NAME, settings.engine, _engine["state"], _engine["detail"])
+        except Exception:  # a database hiccup must not end the heartbeat
+            log.exception("could not record this worker's heartbeat")
+        time.sleep(health.HEARTBEAT_S)
 
 
 @app.task(name=READ_TASK)
@@ -26,8 +59,10 @@ def read_pending() -> None:
     readings queued meanwhile join it."""
     _pass_running.set()
     try:
+        _start_engine()  # usually started already (at worker start); a failed start is retried here
         finished = run_readings(settings)
         log.info("reading pass finished %d readings", finished)
+        release_engines(keep=active_serving_settings(settings))  # those of versions no longer active
     finally:
         _pass_running.clear()
 
@@ -47,11 +82,21 @@ def _sweep() -> None:
 
 @worker_ready.connect
 def _on_ready(**_kwargs: object) -> None:
+    threading.Thread(target=_beat, name="longread-heartbeat", daemon=True).start()
     threading.Thread(target=_sweep, name="longread-sweeper", daemon=True).start()
-    if settings.engine == "vllm-local":
-        # Start the local vLLM server now rather than at the first question (30-65 s on 2 cores), and
-        # from the main thread, so that the kernel stops it if this worker dies. Tasks wait meanwhile.
-        try:
-            engine_for(settings)
-        except Exception:  # the first reading fails with the same error, where the user sees it
-            log.exception("could not start the local vLLM server")
+    # Start the engine now rather than at the first question (a local vLLM server takes 30-65 s on
+    # 2 cores); tasks wait meanwhile, and the heartbeat says the model is starting.
+    try:
+        _start_engine()
+        log.info("engine %s ready", settings.engine)
+    except Exception:  # the heartbeat shows the error; the next pass tries again
+        log.exception("could not start the %s engine", settings.engine)
+
+
+@worker_shutdown.connect
+def _on_shutdown(**_kwargs: object) -> None:
+    try:
+        with session_scope(settings.resolved_database_url) as s:
+            health.retire(s, NAME)
+    except Exception:
+        log.exception("could not remove this worker's heartbeat")

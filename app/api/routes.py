@@ -1,16 +1,29 @@
-"""Thin routes over app.services; service errors map to HTTP errors in one place (app.web)."""
+"""Thin routes over app.services: each calls the one service function of its action (which validates,
+commits and enqueues) and copies its view into a schema; service errors map to HTTP errors in one
+place (app.web)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Iterator
+from collections.abc import Iterator
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Request, UploadFile, status
+from fastapi import APIRouter, Depends, Request, Response, UploadFile, status
+from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
-from app.api.schemas import AskIn, DocumentOut, ReadingOut
+from app.api.schemas import (
+    AskIn,
+    CheckpointOut,
+    CheckpointsOut,
+    DocumentOut,
+    FeedbackIn,
+    FeedbackOut,
+    HealthOut,
+    ReadingOut,
+    out,
+)
 from app.db import session_scope
-from app.queue import request_reading_pass
-from app.services import documents, readings
+from app.services import documents, feedback, health, readings
 from app.settings import Settings
 
 router = APIRouter(prefix="/api")
@@ -31,60 +44,95 @@ def get_session(settings: SettingsDep) -> Iterator[Session]:
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
+@router.get("/health")
+def get_health(session: SessionDep) -> HealthOut:
+    """Is a worker alive, and is its model starting, ready or failed (with its log's last lines)?"""
+    h = health.health(session)
+    return HealthOut(workers=h.workers, engine_state=h.engine_state, engine=h.engine, detail=h.detail,
+                     starting_for_s=h.starting_for_s, summary=h.summary())  # fmt: skip
+
+
 @router.post("/documents", status_code=status.HTTP_201_CREATED)
-def upload_document(file: UploadFile, settings: SettingsDep, session: SessionDep) -> DocumentOut:
+def upload_document(file: UploadFile, settings: SettingsDep, response: Response) -> DocumentOut:
+    """201 with a new document; 200 with the earlier one when these bytes were uploaded before."""
     limit = settings.max_upload_mb * 1024 * 1024
     data = file.file.read(limit + 1)  # never read more than the limit into memory
-    doc = documents.ingest(session, settings, file.filename, data)
-    return DocumentOut.of(doc, settings, with_page_map=True)
+    doc, existing = documents.add_document(settings, file.filename, data)
+    if existing:
+        response.status_code = status.HTTP_200_OK
+    return out(DocumentOut, doc)
 
 
 @router.get("/documents")
-def list_documents(settings: SettingsDep, session: SessionDep) -> list[DocumentOut]:
-    return [DocumentOut.of(d, settings) for d in documents.list_documents(session)]
+def list_documents(settings: SettingsDep) -> list[DocumentOut]:
+    return [out(DocumentOut, d) for d in documents.all_documents(settings)]
 
 
 @router.get("/documents/{document_id}")
-def get_document(document_id: int, settings: SettingsDep, session: SessionDep) -> DocumentOut:
-    doc = documents.get_document(session, document_id)
-    if doc is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no document {document_id}")
-    return DocumentOut.of(doc, settings, with_page_map=True)
+def get_document(document_id: int, settings: SettingsDep) -> DocumentOut:
+    return out(DocumentOut, documents.show_document(settings, document_id))
 
 
 @router.post("/documents/{document_id}/readings", status_code=status.HTTP_201_CREATED)
 def ask(document_id: int, body: AskIn, settings: SettingsDep) -> ReadingOut:
-    # Commit before enqueueing, so the worker always finds the reading.
-    with session_scope(settings.resolved_database_url) as s:
-        (reading,) = readings.create_readings(
-            s, settings, document_id, [body.question], body.chunk_tokens, body.memory_tokens
-        )
-        out = ReadingOut.of(reading)
-    request_reading_pass(settings)
-    return out
+    (reading,) = readings.ask(settings, document_id, [body.question], body.chunk_tokens, body.memory_tokens)
+    return out(ReadingOut, reading)
 
 
 @router.get("/documents/{document_id}/readings")
-def list_readings(document_id: int, session: SessionDep) -> list[ReadingOut]:
-    return [ReadingOut.of(r) for r in readings.list_readings(session, document_id)]
+def list_readings(document_id: int, settings: SettingsDep) -> list[ReadingOut]:
+    return [out(ReadingOut, r) for r in readings.document_readings(settings, document_id)]
 
 
 @router.get("/readings/{reading_id}")
-def get_reading(reading_id: int, session: SessionDep) -> ReadingOut:
-    reading = readings.get_reading(session, reading_id)
-    if reading is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no reading {reading_id}")
-    return ReadingOut.of(reading)
+def get_reading(reading_id: int, settings: SettingsDep) -> ReadingOut:
+    return out(ReadingOut, readings.show(settings, reading_id))
+
+
+@router.get("/readings/{reading_id}/checkpoints")
+def get_checkpoints(reading_id: int, settings: SettingsDep, with_chunks: bool = False) -> CheckpointsOut:
+    """Every checkpoint of the reading, step by step; `with_chunks=true` adds the text of the chunk each read."""
+    r = readings.show(settings, reading_id, with_chunks=with_chunks)
+    return CheckpointsOut(reading_id=r.id, checkpoints=[out(CheckpointOut, c) for c in r.checkpoints])
 
 
 @router.post("/readings/{reading_id}/cancel")
-def cancel(reading_id: int, session: SessionDep) -> ReadingOut:
-    return ReadingOut.of(readings.cancel_reading(session, reading_id))
+def cancel(reading_id: int, settings: SettingsDep) -> ReadingOut:
+    return out(ReadingOut, readings.cancel(settings, reading_id))
 
 
 @router.post("/readings/{reading_id}/retry")
 def retry(reading_id: int, settings: SettingsDep) -> ReadingOut:
-    with session_scope(settings.resolved_database_url) as s:
-        out = ReadingOut.of(readings.retry_reading(s, reading_id))
-    request_reading_pass(settings)
-    return out
+    return out(ReadingOut, readings.retry(settings, reading_id))
+
+
+@router.post("/readings/{reading_id}/feedback", status_code=status.HTTP_201_CREATED)
+def add_feedback(reading_id: int, body: FeedbackIn, settings: SettingsDep) -> FeedbackOut:
+    """Judge a finished reading's answer; a later verdict on the same reading is added, and the latest counts."""
+    return out(FeedbackOut, feedback.add_feedback(settings, reading_id, body.verdict, body.corrected_answer,
+                                                  body.comment))  # fmt: skip
+
+
+@router.get("/readings/{reading_id}/feedback")
+def list_reading_feedback(reading_id: int, settings: SettingsDep) -> list[FeedbackOut]:
+    """Every verdict on the reading, newest first."""
+    return [out(FeedbackOut, f) for f in feedback.reading_feedback(settings, reading_id)]
+
+
+@router.get("/documents/{document_id}/feedback")
+def list_document_feedback(document_id: int, settings: SettingsDep) -> list[FeedbackOut]:
+    """Every verdict on the document's readings, newest first."""
+    return [out(FeedbackOut, f) for f in feedback.document_feedback(settings, document_id)]
+
+
+@router.get(
+    "/feedback/export",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/jsonl": {}},
+                     "description": "JSON Lines: one judged reading a line, its latest verdict (README: "
+                     "Feedback export format)"}},
+)  # fmt: skip
+def export_feedback(settings: SettingsDep, with_text: bool = False) -> StreamingResponse:
+    """The feedback as training data; `with_text=true` adds each document's whole text (`document_text`)."""
+    return StreamingResponse(feedback.export_lines(settings, with_text=with_text), media_type="application/jsonl",
+                             headers={"Content-Disposition": 'attachment; filename="feedback.jsonl"'})  # fmt: skip

@@ -1,16 +1,37 @@
-"""Pydantic models of what the API returns."""
+"""Pydantic models of what the API takes and returns: pure data. Every figure in them (progress,
+ETA, estimates) is computed by the services (app/services/views.py); the routes copy the
+services' views into these with `out(Model, view)`."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
+from typing import Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from app.models import Checkpoint, Document, Reading
-from app.settings import Settings
+from app.services.feedback import MAX_ANSWER_CHARS, MAX_COMMENT_CHARS
+from app.services.readings import (
+    MAX_CHUNK_TOKENS,
+    MAX_MEMORY_TOKENS,
+    MAX_QUESTION_CHARS,
+    MIN_CHUNK_TOKENS,
+    MIN_MEMORY_TOKENS,
+)
 
 
-class ReadingEstimateOut(BaseModel):
+class _Out(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def out(model: type[M], view: object) -> M:
+    """The schema `model` filled from a service's view (a dataclass), nested views included."""
+    return model.model_validate(view, from_attributes=True)
+
+
+class ReadingEstimateOut(_Out):
     """How long one question would take to read the whole document on the active engine."""
 
     chunks: int
@@ -21,13 +42,13 @@ class ReadingEstimateOut(BaseModel):
     basis: str
 
 
-class PageOut(BaseModel):
+class PageOut(_Out):
     page: int = Field(description="1-based number, as in a checkpoint's first_page/last_page")
     start: int = Field(description="character offset in the document's text where it starts")
     label: str = Field(description="printed page label (PDF) or the section's heading")
 
 
-class DocumentOut(BaseModel):
+class DocumentOut(_Out):
     id: int
     title: str
     filename: str | None
@@ -43,72 +64,42 @@ class DocumentOut(BaseModel):
     page_map: list[PageOut] | None = Field(None, description="on single-document responses only")
     created_at: datetime
 
-    @classmethod
-    def of(cls, d: Document, settings: Settings | None = None, with_page_map: bool = False) -> DocumentOut:
-        from app.services.documents import document_page_unit, estimate_reading, page_map
-
-        estimate = None
-        if settings is not None and d.token_count:
-            e = estimate_reading(d.token_count, settings)
-            estimate = ReadingEstimateOut(chunks=e.chunks, seconds=e.seconds, engine=e.engine,
-                                          chunk_tokens=settings.chunk_tokens,
-                                          memory_tokens=settings.memory_tokens, basis=e.basis)
-        return cls(id=d.id, title=d.title, filename=d.filename, format=d.format, status=d.status.value,
-                   error=d.error, size_bytes=d.size_bytes, pages=len(d.page_starts or []),
-                   page_unit=document_page_unit(d), char_count=d.char_count, token_count=d.token_count,
-                   estimate=estimate,
-                   page_map=[PageOut(**p) for p in page_map(d)] if with_page_map else None,
-                   created_at=d.created_at)
-
 
 class AskIn(BaseModel):
-    question: str = Field(min_length=1, max_length=4000)
-    chunk_tokens: int | None = Field(None, ge=16, le=200_000)
-    memory_tokens: int | None = Field(None, ge=8, le=16_000)
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    chunk_tokens: int | None = Field(None, ge=MIN_CHUNK_TOKENS, le=MAX_CHUNK_TOKENS)
+    memory_tokens: int | None = Field(None, ge=MIN_MEMORY_TOKENS, le=MAX_MEMORY_TOKENS)
 
 
-class CheckpointOut(BaseModel):
+class CheckpointOut(_Out):
     step: int
     memory: str
     start_char: int
     end_char: int
     first_page: int
     last_page: int
+    origin: str = Field(description="`agent`, or `edited` for a memory a person wrote")
+    prompt_tokens: int
     completion_tokens: int
     seconds: float
-
-    @classmethod
-    def of(cls, c: Checkpoint) -> CheckpointOut:
-        return cls(step=c.step, memory=c.memory, start_char=c.start_char, end_char=c.end_char,
-                   first_page=c.first_page, last_page=c.last_page,
-                   completion_tokens=c.completion_tokens, seconds=c.seconds)
+    chunk: str | None = Field(None, description="the chunk's text, on request (`with_chunks=true`)")
 
 
-class Progress(BaseModel):
+class Progress(_Out):
+    """Where a reading is, and where its time went: reading (the agent at work) apart from waiting
+    (in the queue, for the model to start, for a worker after its worker died)."""
+
     step: int
     total: int | None
-    elapsed_s: float | None
-    eta_s: float | None
-
-    @classmethod
-    def of(cls, r: Reading) -> Progress:
-        elapsed = None
-        if r.started_at:
-            end = r.finished_at or datetime.now(timezone.utc)
-            elapsed = (_aware(end) - _aware(r.started_at)).total_seconds()
-        eta = None
-        if r.total_chunks is not None and r.checkpoints and not r.finished_at:
-            per_step = sum(c.seconds for c in r.checkpoints) / len(r.checkpoints)
-            eta = per_step * (r.total_chunks - r.cursor)
-        return cls(step=r.cursor, total=r.total_chunks, elapsed_s=elapsed, eta_s=eta)
+    elapsed_s: float | None = Field(description="wall time since the question was asked (reading + waiting)")
+    reading_s: float | None = Field(None, description="time the agent spent reading: every step's own "
+                                    "seconds, the answer and the step under way")
+    waiting_s: float | None = Field(None, description="the rest of elapsed_s: queued, or waiting for a worker")
+    eta_s: float | None = Field(description="time left at the reading's own pace; None while it waits")
+    stalled: bool = Field(False, description="running, but its worker stopped beating: it waits for a worker")
 
 
-def _aware(t: datetime) -> datetime:
-    # SQLite hands datetimes back without a zone; we only ever store UTC.
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
-
-
-class ReadingOut(BaseModel):
+class ReadingOut(_Out):
     id: int
     document_id: int
     question: str
@@ -120,13 +111,42 @@ class ReadingOut(BaseModel):
     chunk_tokens: int
     memory_tokens: int
     template_set: str
+    created_at: datetime | None
     progress: Progress
     checkpoints: list[CheckpointOut]
 
-    @classmethod
-    def of(cls, r: Reading) -> ReadingOut:
-        return cls(id=r.id, document_id=r.document_id, question=r.question, status=r.status.value,
-                   answer=r.answer, final_output=r.final_output, error=r.error, model=r.model,
-                   chunk_tokens=r.chunk_tokens, memory_tokens=r.memory_tokens,
-                   template_set=r.template_set, progress=Progress.of(r),
-                   checkpoints=[CheckpointOut.of(c) for c in r.checkpoints])
+
+class CheckpointsOut(_Out):
+    reading_id: int
+    checkpoints: list[CheckpointOut]
+
+
+class FeedbackIn(BaseModel):
+    verdict: Literal["correct", "incorrect"]
+    corrected_answer: str | None = Field(
+        None, max_length=MAX_ANSWER_CHARS, description="the right answer (for `incorrect`: what the model should have said)"
+    )
+    comment: str | None = Field(None, max_length=MAX_COMMENT_CHARS)
+
+
+class FeedbackOut(_Out):
+    id: int
+    reading_id: int
+    document_id: int
+    question: str
+    answer: str | None = Field(description="the model's answer that was judged")
+    verdict: str
+    corrected_answer: str | None
+    comment: str | None
+    created_at: datetime
+
+
+class HealthOut(_Out):
+    """Whether any worker is alive and how its model is: the page's status line."""
+
+    workers: int = Field(description="workers whose heartbeat is fresh")
+    engine_state: str = Field(description="none (no worker alive) | starting | ready | failed")
+    engine: str | None
+    detail: str | None = Field(description="for failed: the error and the last lines of the engine's log")
+    starting_for_s: float | None
+    summary: str = Field(description="the same, in one sentence")

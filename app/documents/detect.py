@@ -53,7 +53,13 @@ _SUPPORTED = "PDF, DOCX, EPUB, HTML, Markdown or plain text"
 
 _HTML_START = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body|title|meta|p|div|h[1-6]|article|section|main|table)\b",
                          re.IGNORECASE | re.DOTALL)
-_MD_HEADING = re.compile(r"^#{1,6}[ \t]+\S", re.MULTILINE)
+# ATX headings ("# Title", up to three spaces of indent), Setext headings (a line underlined with === or ---),
+# and a document that opens with an ATX heading on a line of its own ("# Title", then a blank line).
+_MD_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+\S", re.MULTILINE)
+_MD_SETEXT = re.compile(r"^ {0,3}[^\s#>*+-][^\n]*\n {0,3}(?:={3,}|-{3,})[ \t]*$", re.MULTILINE)
+_MD_TITLE = re.compile(r"\A\s*#{1,6}[ \t]+\S[^\n]*(?:\n[ \t]*\n|\n?\Z)")
+#: how much of a text file is looked at to tell Markdown from plain text (headings may come late)
+MD_SNIFF_BYTES = 1024 * 1024
 _MD_FEATURE = re.compile(r"^(?:```|~~~|[-*+][ \t]+\S|\d+\.[ \t]+\S|>[ \t])|\]\([^)\s]+\)|\*\*\S|__\S", re.MULTILINE)
 
 
@@ -79,7 +85,7 @@ def detect_format(data: bytes, limits: ZipLimits = ZIP_LIMITS) -> str:
     head = data[:4096]
     if _HTML_START.match(head):
         return "html"
-    if is_markdown(decode_text(data[:65536], strict_tail=False)):
+    if is_markdown(decode_text(data[:MD_SNIFF_BYTES], strict_tail=False)):
         return "md"
     return "txt"
 
@@ -95,9 +101,14 @@ def _looks_textual(head: bytes) -> bool:
 
 def is_markdown(text: str) -> bool:
     """Markdown is plain text with conventions; call it Markdown when it uses them: at least two
-    ATX headings, or one heading and another Markdown construct (list, fence, link, bold)."""
-    headings = len(_MD_HEADING.findall(text))
-    return headings >= 2 or (headings == 1 and _MD_FEATURE.search(text) is not None)
+    headings (ATX `#` or Setext underlines), or one heading and another Markdown construct (list,
+    fence, link, bold), or a document that opens with a `# Title` line. A lone `# comment` line
+    followed by code stays plain text."""
+    text = text.replace("\r\n", "\n")
+    headings = len(_MD_HEADING.findall(text)) + len(_MD_SETEXT.findall(text))
+    if headings >= 2:
+        return True
+    return headings == 1 and (_MD_FEATURE.search(text) is not None or _MD_TITLE.match(text) is not None)
 
 
 def decode_text(data: bytes, strict_tail: bool = True) -> str:

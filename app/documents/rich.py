@@ -106,7 +106,7 @@ def build_sections(fmt: str, elements: Iterable, title: str | None) -> ParsedDoc
         text = (getattr(el, "text", "") or "").strip()
         if kind in _SKIP or not text:
             continue
-        if kind == "Title":
+        if kind == "Title" or (kind in _PLAIN and (_bold_heading(el, text) or _chapter_heading(text))):
             label = normalise(text).replace("\n", " ")[:MAX_LABEL]
             first_heading = first_heading or label
             if b.page_labels and not section_has_body:
@@ -124,6 +124,34 @@ def build_sections(fmt: str, elements: Iterable, title: str | None) -> ParsedDoc
     if not text.strip():
         raise ParseError("no text could be extracted: the document has no readable text")
     return ParsedDocument(fmt, text, starts, labels, clean_title(title) or clean_title(first_heading))
+
+
+_PLAIN = {"Text", "NarrativeText", "UncategorizedText"}
+_BOLD_TAGS = {"b", "strong"}
+_SPACE = re.compile(r"\s+")
+
+
+def _bold_heading(el: object, text: str) -> bool:
+    """A paragraph set wholly in bold that reads like a title ("CHAPTER 1", "12. Governing Law"):
+    documents without heading styles (many DOCX files, contracts above all) mark headings this way.
+    Short, at most 12 words, not ending like a clause (`,;:`), a sentence only if very short."""
+    meta = getattr(el, "metadata", None)
+    contents = getattr(meta, "emphasized_text_contents", None) or []
+    tags = getattr(meta, "emphasized_text_tags", None) or []
+    bold = "".join(c for c, t in zip(contents, tags) if t in _BOLD_TAGS)
+    if not bold or _SPACE.sub("", bold) != _SPACE.sub("", text):
+        return False
+    words = len(text.split())
+    return (len(text) <= MAX_LABEL and "\n" not in text and words <= 12 and text[-1] not in ",;:"
+            and (text[-1] not in ".!?" or words <= 5))
+
+
+def _chapter_heading(text: str) -> bool:
+    """A plain paragraph such as "CHAPTER I" or "12. GOVERNING LAW": a section starts there, as in
+    plain text (the same rule, app.documents.parsing._TXT_HEADING)."""
+    from app.documents.parsing import _TXT_HEADING
+
+    return len(text) <= MAX_LABEL and "\n" not in text and _TXT_HEADING.fullmatch(text) is not None
 
 
 def clean_title(title: str | None) -> str | None:

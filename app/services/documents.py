@@ -3,7 +3,8 @@
 The bytes are untrusted: the size is checked before anything else, the original is stored under
 its SHA-256 (never under the client's file name), and the format is decided and the text
 extracted in a sandboxed child process (app/documents/sandbox.py). A file that cannot be parsed
-is kept, marked failed, with the message the parser gave; the caller carries on.
+is kept, marked failed, with the message the parser gave; the caller carries on. The same bytes
+uploaded again are the same document (its readings are the reader's history), not a copy.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from pathlib import PurePath
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.db import session_scope
 from app.documents.base import ParseError, page_unit
 from app.documents.sandbox import DEFAULT_LIMITS, ParseLimits, parse_untrusted
 from app.documents.storage import store_blob
 from app.models import Document, DocumentStatus
+from app.services.errors import NotFound
 from app.services.llm import tokenizer_for
+from app.services.views import DocumentView, document_view
 from app.settings import Settings
 
 
@@ -35,31 +39,56 @@ def clean_title(filename: str | None) -> str:
     return (name if name.strip(".") else "untitled")[:300]
 
 
-def ingest(session: Session, settings: Settings, filename: str | None, data: bytes,
-           limits: ParseLimits = DEFAULT_LIMITS) -> Document:
-    """Store the file and extract its text. A file that cannot be parsed is kept, marked failed."""
+@dataclass(frozen=True)
+class Upload:
+    document: Document
+    #: the same bytes had been uploaded before: `document` is that earlier document
+    existing: bool
+
+
+def upload(session: Session, settings: Settings, filename: str | None, data: bytes,
+           limits: ParseLimits = DEFAULT_LIMITS) -> Upload:
+    """Store the file and extract its text, or find the document these bytes were uploaded as
+    (same SHA-256; there are no owners yet, so any earlier upload). A file that cannot be parsed
+    is kept, marked failed; uploading it again parses it again (the failure may have been a limit
+    of a busy machine), in the same document."""
     if len(data) > settings.max_upload_mb * 1024 * 1024:
         raise UploadError(f"the file is larger than the {settings.max_upload_mb} MiB limit")
     sha256 = store_blob(settings.blob_dir, data)
-    name = clean_title(filename)
-    doc = Document(title=name, filename=name, format="unknown", sha256=sha256, size_bytes=len(data),
-                   status=DocumentStatus.parsing)
-    session.add(doc)
-    session.flush()
+    doc = session.scalars(select(Document).where(Document.sha256 == sha256).order_by(Document.id)).first()
+    if doc is None:
+        name = clean_title(filename)
+        doc = Document(title=name, filename=name, format="unknown", sha256=sha256, size_bytes=len(data),
+                       status=DocumentStatus.parsing)
+        session.add(doc)
+        session.flush()
+        _parse(settings, doc, data, limits)
+        return Upload(doc, existing=False)
+    if doc.status == DocumentStatus.failed:
+        _parse(settings, doc, data, limits)
+    return Upload(doc, existing=True)
+
+
+def ingest(session: Session, settings: Settings, filename: str | None, data: bytes,
+           limits: ParseLimits = DEFAULT_LIMITS) -> Document:
+    """upload(), for callers that want only the document."""
+    return upload(session, settings, filename, data, limits).document
+
+
+def _parse(settings: Settings, doc: Document, data: bytes, limits: ParseLimits) -> None:
     try:
         parsed = parse_untrusted(data, limits)
     except ParseError as exc:
         doc.status, doc.error = DocumentStatus.failed, str(exc)
-        return doc
-    doc.title = (parsed.title or name)[:300]
+        return
+    doc.title = (parsed.title or doc.filename or doc.title)[:300]
     doc.format = parsed.format
     doc.text = parsed.text
     doc.page_starts = parsed.page_starts
     doc.page_labels = parsed.page_labels
     doc.char_count = len(parsed.text)
     doc.token_count = len(tokenizer_for(settings)(parsed.text, add_special_tokens=False)["input_ids"])
-    doc.status = DocumentStatus.ready
-    return doc
+    doc.status, doc.error = DocumentStatus.ready, None
 
 
 def page_map(doc: Document) -> list[dict[str, object]]:
@@ -80,6 +109,37 @@ def list_documents(session: Session) -> list[Document]:
 
 def get_document(session: Session, document_id: int) -> Document | None:
     return session.get(Document, document_id)
+
+
+def require_document(session: Session, document_id: int) -> Document:
+    """The document, or NotFound."""
+    doc = session.get(Document, document_id)
+    if doc is None:
+        raise NotFound(f"no document {document_id}")
+    return doc
+
+
+# --- the use cases: one transaction each ----------------------------------------------------------
+
+
+def add_document(settings: Settings, filename: str | None, data: bytes) -> tuple[DocumentView, bool]:
+    """Upload (or `longread ingest`): store and parse the file, committed. Returns the document (with
+    its page map) and whether these bytes had been uploaded before (then it is that earlier document)."""
+    with session_scope(settings.resolved_database_url) as s:
+        up = upload(s, settings, filename, data)
+        return document_view(up.document, settings, with_page_map=True), up.existing
+
+
+def show_document(settings: Settings, document_id: int, *, with_page_map: bool = True) -> DocumentView:
+    """The document (NotFound if none), with its reading estimate and page map."""
+    with session_scope(settings.resolved_database_url) as s:
+        return document_view(require_document(s, document_id), settings, with_page_map=with_page_map)
+
+
+def all_documents(settings: Settings) -> list[DocumentView]:
+    """Every document, newest first, without page maps."""
+    with session_scope(settings.resolved_database_url) as s:
+        return [document_view(d, settings) for d in list_documents(s)]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -69,8 +69,13 @@ def _build(settings: Settings) -> Engine:
     raise ValueError(f"unknown engine {settings.engine!r}")
 
 
+def _key(settings: Settings) -> tuple:
+    # `model` is the served folder: a model version's merged folder gets an engine of its own.
+    return tuple(str(getattr(settings, f)) for f in _ENGINE_FIELDS)
+
+
 def engine_for(settings: Settings) -> Engine:
-    key = tuple(str(getattr(settings, f)) for f in _ENGINE_FIELDS)
+    key = _key(settings)
     with _lock:
         if key not in _engines:
             _engines[key] = _build(settings)
@@ -83,6 +88,17 @@ def close_engines() -> None:
     with _lock:
         engines = list(_engines.values())
         _engines.clear()
+    for engine in engines:
+        engine.close()
+
+
+def release_engines(keep: Settings) -> None:
+    """Stop every engine but `keep`'s: after a worker's pass, those of model versions no longer
+    active (a local vLLM server each, or weights in memory) are not needed until asked for again."""
+    key = _key(keep)
+    with _lock:
+        gone = [k for k in _engines if k != key]
+        engines = [_engines.pop(k) for k in gone]
     for engine in engines:
         engine.close()
 

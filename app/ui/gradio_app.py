@@ -1,21 +1,37 @@
 """Upload a document, ask a question, watch the agent read (chunk k of K, its current memory),
-get the answer. Calls app.services directly, like the API does."""
+get the answer. Each action calls the same service function the API and the CLI call (it validates,
+commits and enqueues); the UI only shows the views they return."""
 
 from __future__ import annotations
 
+import html
+import string
+from collections.abc import Callable
 from pathlib import Path
 
 import gradio as gr
 
-from app.api.schemas import DocumentOut, Progress
 from app.db import session_scope
-from app.queue import request_reading_pass
-from app.services import documents, readings
+from app.services import documents, feedback, health, readings
 from app.services.documents import UploadError
-from app.services.readings import ReadingError
+from app.services.errors import NotFound
+from app.services.feedback import FeedbackView
+from app.services.health import Health
+from app.services.readings import MAX_CHUNK_TOKENS, MAX_MEMORY_TOKENS, MIN_CHUNK_TOKENS, MIN_MEMORY_TOKENS
+from app.services.views import QUEUED, DocumentView, ProgressView, ReadingView
 from app.settings import Settings
 
 ACTIVE = {"queued", "running"}
+
+# Markdown's punctuation, escaped with a backslash; & < > " ' become HTML entities instead.
+_MD_ESCAPES = str.maketrans({c: "\\" + c for c in string.punctuation if c not in "&<>\"'"})
+
+
+def text_md(value: object) -> str:
+    """`value` as literal text inside Markdown: no HTML, link, image, emphasis or heading can come
+    out of it. Every value from a document, a user or the model goes through this before it is put
+    in a Markdown string; line breaks become spaces (these are one-line fields)."""
+    return html.escape(" ".join(str(value).split()).translate(_MD_ESCAPES))
 
 
 def _fmt_seconds(s: float | None) -> str:
@@ -35,45 +51,104 @@ def _pages(first: int, last: int, unit: str = "page", labels: list[str] | None =
     return f"{span}: {names}"
 
 
-def describe_document(d: DocumentOut) -> str:
+def describe_document(d: DocumentView) -> str:
     """What a person sees before asking: title, format, pages or sections, size, tokens, and how
     long one question will take on the active engine."""
     if d.status == "failed":
-        return f"**{d.title}** could not be read: {d.error}"
+        return f"**{text_md(d.title)}** could not be read: {text_md(d.error)}"
     unit = d.page_unit if d.pages == 1 else f"{d.page_unit}s"
     line = (
-        f"**{d.title}** · {FORMAT_NAMES.get(d.format, d.format.upper())} · {d.pages:,} {unit} · "
+        f"**{text_md(d.title)}** · {FORMAT_NAMES.get(d.format, text_md(d.format.upper()))} · {d.pages:,} {unit} · "
         f"{d.char_count:,} characters · {d.token_count or 0:,} tokens"
     )
     e = d.estimate
     if e is not None and e.chunks:
         chunks = f"{e.chunks:,} chunk{'s' if e.chunks != 1 else ''} of {e.chunk_tokens} tokens"
         if e.seconds is None:
-            line += f"  \nOne question reads {chunks} on `{e.engine}` (no speed figure for it yet)."
+            line += f"  \nOne question reads {chunks} on {text_md(e.engine)} (no speed figure for it yet)."
         else:
             line += (f"  \nOne question: about {_fmt_seconds(e.seconds)} to read {chunks} "
-                     f"on `{e.engine}` ({e.basis}).")
+                     f"on {text_md(e.engine)} ({text_md(e.basis)}).")
     return line
 
+
+#: Gradio refuses larger files itself, with a message that disappears and a bare "Error" left in
+#: the upload box; up to this many times our limit, on_upload refuses them with a message that stays.
+UPLOAD_HEADROOM = 4
 
 FORMAT_NAMES = {"pdf": "PDF", "docx": "DOCX", "epub": "EPUB", "html": "HTML", "md": "Markdown", "txt": "TXT"}
 UPLOAD_TYPES = [".pdf", ".docx", ".epub", ".html", ".htm", ".xhtml", ".md", ".markdown", ".txt"]
 
 
-def describe_progress(status: str, p: Progress, error: str | None) -> str:
+def describe_progress(status: str, p: ProgressView, error: str | None, h: Health | None = None) -> str:
+    """The reading's status line. Reading time and waiting time are apart: time spent waiting for a
+    worker is not reading, and while nothing reads the reading there is no ETA (`h`: the workers' state)."""
+    waited = f" (waited {_fmt_seconds(p.waiting_s)})" if p.waiting_s and p.waiting_s >= 1 else ""
     if status == "queued":
+        if h is not None and h.engine_state == "none":
+            return f"Queued: no worker is running; it starts when one does{waited}."
+        if h is not None and h.engine_state == "starting":
+            return f"Queued: waiting for the model to start{waited}…"
+        if h is not None and h.engine_state == "failed":
+            return f"Queued: the model failed to start (see above){waited}."
         return "Queued: waiting for a worker…"
     if status == "failed":
-        return f"Failed after chunk {p.step} of {p.total}: {error}"
+        return f"Failed after chunk {p.step} of {p.total}: {text_md(error)}"
+    if status == "cancelled":
+        where = f"after chunk {p.step} of {p.total}" if p.total else "before its first chunk"
+        return f"Cancelled {where}: **Resume reading** carries on from there."
     total = p.total or 0
     if status == "done":
-        return f"Done: read {total} chunk{'s' if total != 1 else ''} in {_fmt_seconds(p.elapsed_s)}."
+        return (f"Done: read {total} chunk{'s' if total != 1 else ''} in {_fmt_seconds(p.reading_s)}"
+                f"{waited}.")
+    if p.stalled or (h is not None and h.engine_state == "none"):
+        return (f"Paused after chunk {p.step} of {total}: no worker is reading it; it resumes where it "
+                f"stopped when a worker takes it up · read {_fmt_seconds(p.reading_s)}{waited}")
     step = min(p.step + 1, total)
     phase = f"Reading chunk {step} of {total}" if p.step < total else "Writing the answer"
-    return f"{phase} · elapsed {_fmt_seconds(p.elapsed_s)} · ETA {_fmt_seconds(p.eta_s)}"
+    return f"{phase} · read {_fmt_seconds(p.reading_s)} · ETA {_fmt_seconds(p.eta_s)}{waited}"
 
 
-def progress_bar(p: Progress, status: str) -> str:
+def _tokens(value: float | None) -> int | None:
+    """A size typed in a Number box: None (the default) when left empty."""
+    return None if value is None else int(value)
+
+
+def describe_health(h: Health) -> str:
+    """The page's status line: is a worker alive, is the model starting, ready or failed."""
+    return f"**Status:** {text_md(h.summary())}"
+
+
+def describe_feedback(views: list[FeedbackView], note: str = "") -> str:
+    """The verdicts given on the open reading's answer, newest first, every value as text; `note`
+    (already Markdown) goes first: what just happened."""
+    lines = [note] if note else []
+    if not views:
+        lines.append("No feedback on this answer yet.")
+    for v in views:
+        line = f"- {v.created_at:%Y-%m-%d %H:%M} · **{text_md(v.verdict)}**"
+        if v.corrected_answer:
+            line += f" · right answer: {text_md(v.corrected_answer)}"
+        if v.comment:
+            line += f" · comment: {text_md(v.comment)}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+READING_COLUMNS = ["#", "Question", "Status", "Answer", "Asked (UTC)"]
+
+
+def reading_row(r: ReadingView) -> list[object]:
+    """A document's readings table: one line per reading. The table shows cells as text."""
+    status = r.status
+    if status == "running" and r.total_chunks:
+        status = f"reading {min(r.cursor + 1, r.total_chunks)} of {r.total_chunks}"
+    answer = " ".join((r.answer or "").split())
+    return [r.id, " ".join(r.question.split())[:200], status,
+            answer[:200] + ("…" if len(answer) > 200 else ""), f"{r.created_at:%Y-%m-%d %H:%M}" if r.created_at else ""]
+
+
+def progress_bar(p: ProgressView, status: str) -> str:
     total = p.total or 0
     pct = 100 if status == "done" else (int(100 * p.step / total) if total else 0)
     return (
@@ -84,95 +159,247 @@ def progress_bar(p: Progress, status: str) -> str:
 
 def build_ui(settings: Settings) -> gr.Blocks:
     url = settings.resolved_database_url
+    # An empty reading view: reading id, status, progress bar, memory, answer, timer.
+    CLOSED = (None, "", "", gr.update(value="", label="Agent memory"), "", gr.Timer(active=False))
 
     def doc_choices() -> list[tuple[str, int]]:
+        # Failed documents are listed too: choosing one shows why it could not be read.
         with session_scope(url) as s:
-            return [(f"#{d.id} {d.title}", d.id) for d in documents.list_documents(s)
-                    if d.status.value == "ready"]
+            return [(f"#{d.id} {d.title}" + ("" if d.status.value == "ready" else
+                     " (could not be read)" if d.status.value == "failed" else f" ({d.status.value})"), d.id)
+                    for d in documents.list_documents(s)]
 
-    def on_upload(path: str | None):
+    def on_upload(path: str | None, reading_id: int | None, saved: dict | None):
+        """Store and parse the file, then show its document (the earlier one for the same bytes).
+        The upload box is emptied (and Gradio's copy deleted) after."""
+        unchanged = (gr.update(),) * (3 + len(CLOSED))  # info line, table, saved, reading view
         if not path:
-            return gr.update(), ""
+            return gr.update(), gr.update(), *unchanged
+        file = Path(path)
         try:
-            with session_scope(url) as s:
-                doc = DocumentOut.of(documents.ingest(s, settings, Path(path).name, Path(path).read_bytes()),
-                                     settings)
+            size = file.stat().st_size
+            if size > settings.max_upload_mb * 1024 * 1024:
+                return None, gr.update(), (f"**Upload refused:** {text_md(file.name)} is {size / 2**20:.1f} "
+                                           f"MiB, over the {settings.max_upload_mb} MiB limit."), *unchanged[1:]
+            doc, existing = documents.add_document(settings, file.name, file.read_bytes())
+            document_id = doc.id
         except UploadError as exc:
-            return gr.update(), f"**Upload refused:** {exc}"
-        choices = doc_choices()
-        value = doc.id if doc.status == "ready" else None
-        return gr.update(choices=choices, value=value), describe_document(doc)
+            return None, gr.update(), f"**Upload refused:** {text_md(exc)}", *unchanged[1:]
+        finally:
+            file.unlink(missing_ok=True)
+        info, *rest = show_document(document_id, reading_id, saved)
+        note = f"Already uploaded as #{document_id}; its readings are below.  \n" if existing else ""
+        return None, gr.update(choices=doc_choices(), value=document_id), note + info, *rest
 
-    def on_select(document_id: int | None) -> str:
+    def reading_rows(document_id: int | None) -> list[list[object]]:
         if document_id is None:
-            return ""
-        with session_scope(url) as s:
-            doc = documents.get_document(s, document_id)
-            return describe_document(DocumentOut.of(doc, settings)) if doc else ""
+            return []
+        try:
+            return [reading_row(r) for r in readings.document_readings(settings, document_id)]
+        except NotFound:
+            return []
 
-    def on_ask(document_id: int | None, question: str, chunk_tokens: float, memory_tokens: float):
+    def show_document(document_id: int | None, reading_id: int | None, saved: dict | None):
+        """A document chosen (or uploaded): its info line and readings; a reading of another
+        document is closed."""
+        saved = {**(saved or {}), "document": document_id}
+        if document_id is None:
+            return "", [], saved, *CLOSED
+        try:
+            info = describe_document(documents.show_document(settings, document_id, with_page_map=False))
+        except NotFound:
+            info = ""
+        keep = reading_id is not None and _document_of(reading_id) == document_id
+        if keep:
+            return info, reading_rows(document_id), saved, *(gr.update(),) * len(CLOSED)
+        return info, reading_rows(document_id), {**saved, "reading": None}, *CLOSED
+
+    def on_refresh(document_id: int | None, shown: list[list[object]] | None):
+        """Readings made elsewhere (the API, another tab) and their progress; no update when
+        nothing changed, so the table does not flicker."""
+        rows = reading_rows(document_id)
+        same = [[str(c) for c in row] for row in rows] == [[str(c) for c in row] for row in (shown or [])]
+        return gr.update() if same else rows
+
+    def _document_of(reading_id: int) -> int | None:
+        try:
+            return readings.show(settings, reading_id).document_id
+        except NotFound:
+            return None
+
+    def open_reading(reading_id: int | None):
+        """The reading's question and its live view (status, bar, memory, answer, timer)."""
+        try:
+            r = readings.show(settings, reading_id) if reading_id is not None else None
+        except NotFound:
+            r = None
+        if r is None:
+            return None, gr.update(), *CLOSED[1:]
+        return reading_id, r.question, *on_tick(reading_id)
+
+    def on_open(evt: gr.SelectData, saved: dict | None):
+        reading_id = int(evt.row_value[0])
+        return *open_reading(reading_id), {**(saved or {}), "reading": reading_id}
+
+    def on_restore(saved: dict | None):
+        """After a reload: the document and the reading that were open, live if still running."""
+        saved = saved or {}
+        document_id = saved.get("document")
+        choices = doc_choices()
+        if document_id not in {value for _, value in choices}:  # nothing to restore: leave the page be
+            return gr.update(choices=choices), *(gr.update(),) * (4 + len(CLOSED[1:]))
+        info, rows, *_ = show_document(document_id, None, saved)
+        return (gr.update(choices=choices, value=document_id), info, rows,
+                *open_reading(saved.get("reading")))
+
+    def on_ask(document_id: int | None, question: str, chunk_tokens: float, memory_tokens: float,
+               saved: dict | None):
+        reading_id, *view = _ask(document_id, question, chunk_tokens, memory_tokens)
+        return reading_id, *view, reading_rows(document_id), {**(saved or {}), "reading": reading_id}
+
+    def _ask(document_id: int | None, question: str, chunk_tokens: float, memory_tokens: float):
         if document_id is None:
             return None, "Upload or choose a document first.", "", "", "", gr.Timer(active=False)
         try:
-            with session_scope(url) as s:
-                (reading,) = readings.create_readings(
-                    s, settings, document_id, [question], int(chunk_tokens), int(memory_tokens)
-                )
-                reading_id = reading.id
-        except (ReadingError, ValueError) as exc:
-            return None, f"**Cannot ask:** {exc}", "", "", "", gr.Timer(active=False)
-        request_reading_pass(settings)
-        return (reading_id, "Queued: waiting for a worker…", progress_bar(Progress(step=0, total=None,
-                elapsed_s=None, eta_s=None), "queued"), "", "", gr.Timer(active=True))
+            (reading,) = readings.ask(settings, document_id, [question], _tokens(chunk_tokens), _tokens(memory_tokens))
+        except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
+            return None, f"**Cannot ask:** {text_md(exc)}", "", "", "", gr.Timer(active=False)
+        return (reading.id, "Queued: waiting for a worker…", progress_bar(QUEUED, "queued"), "", "",
+                gr.Timer(active=True))
+
+    def on_cancel(reading_id: int | None):
+        return _act(readings.cancel, reading_id)
+
+    def on_retry(reading_id: int | None):
+        return _act(readings.retry, reading_id)
+
+    def _act(action: Callable[[Settings, int], object], reading_id: int | None):
+        """Cancel or retry the open reading, then show it as it is now (or why it could not be done)."""
+        if reading_id is None:
+            return gr.update(), gr.update(), gr.update(), gr.update(), gr.Timer(active=False)
+        try:
+            action(settings, reading_id)
+        except (NotFound, ValueError) as exc:
+            return f"**Cannot {action.__name__}:** {text_md(exc)}", *(gr.update(),) * 3, gr.Timer(active=False)
+        return on_tick(reading_id)
 
     def on_tick(reading_id: int | None):
         if reading_id is None:
             return gr.update(), gr.update(), gr.update(), gr.update(), gr.Timer(active=False)
+        try:
+            r = readings.show(settings, reading_id)
+        except NotFound:
+            return gr.update(), gr.update(), gr.update(), gr.update(), gr.Timer(active=False)
         with session_scope(url) as s:
-            r = readings.get_reading(s, reading_id)
-            p = Progress.of(r)
-            last = r.checkpoints[-1] if r.checkpoints else None
-            where = _pages(last.first_page, last.last_page, documents.document_page_unit(r.document),
-                           r.document.page_labels) if last else ""
-            memory_label = f"Agent memory after chunk {last.step} ({where})" if last else "Agent memory"
-            status, error, answer = r.status.value, r.error, r.answer
-            memory = last.memory if last else ""
+            h = health.health(s)
+        last = r.checkpoints[-1] if r.checkpoints else None
+        if last:
+            doc = documents.show_document(settings, r.document_id)
+            where = _pages(last.first_page, last.last_page, doc.page_unit, [p.label for p in doc.page_map or []])
+        memory_label = f"Agent memory after chunk {last.step} ({where})" if last else "Agent memory"
+        p, status, error, answer = r.progress, r.status, r.error, r.answer
+        memory = last.memory if last else ""
         return (
-            describe_progress(status, p, error),
+            describe_progress(status, p, error, h),
             progress_bar(p, status),
             gr.update(value=memory, label=memory_label),
             answer or "",
             gr.Timer(active=status in ACTIVE),
         )
 
+    def show_feedback(reading_id: int | None, note: str = ""):
+        if reading_id is None:
+            return ""
+        try:
+            return describe_feedback(feedback.reading_feedback(settings, reading_id), note)
+        except NotFound:
+            return ""
+
+    def on_feedback(reading_id: int | None, verdict: str | None, corrected: str, comment: str):
+        """Save the verdict on the open reading's answer; the form is emptied once it is saved."""
+        keep = (gr.update(),) * 3
+        if reading_id is None:
+            return "**Cannot save feedback:** open a reading first.", *keep
+        if not verdict:
+            return show_feedback(reading_id, "**Cannot save feedback:** choose correct or incorrect.  \n"), *keep
+        try:
+            saved = feedback.add_feedback(settings, reading_id, verdict, corrected, comment)
+        except (NotFound, ValueError) as exc:  # FeedbackError is a ValueError
+            return show_feedback(reading_id, f"**Cannot save feedback:** {text_md(exc)}  \n"), *keep
+        return show_feedback(reading_id, f"Saved: {text_md(saved.verdict)}.  \n"), None, "", ""
+
+    def on_health():
+        with session_scope(url) as s:
+            h = health.health(s)
+        failed = h.engine_state == "failed"
+        return describe_health(h), gr.update(value=h.detail if failed else "", visible=failed)
+
     with gr.Blocks(title="Longread") as ui:
         gr.Markdown("# Longread\nAsk questions of a whole book or contract. "
                     "A memory agent reads every page, chunk by chunk, and answers from its notes.")
+        health_line = gr.Markdown(elem_id="health", latex_delimiters=[])
+        engine_log = gr.Textbox(label="The model's log (last lines)", lines=8, max_lines=20, interactive=False,
+                                visible=False, elem_id="engine-log")
         reading_id = gr.State(None)
         with gr.Row():
-            with gr.Column(scale=1):
-                upload = gr.File(label="Upload (PDF, DOCX, EPUB, HTML, MD, TXT)",
+            with gr.Column(scale=1, min_width=320):
+                upload = gr.File(label=f"Upload (PDF, DOCX, EPUB, HTML, MD, TXT; at most {settings.max_upload_mb} MiB)",
                                  file_types=UPLOAD_TYPES, elem_id="upload")
                 document = gr.Dropdown(label="Document", choices=doc_choices(), value=None,
                                        elem_id="document")
-                doc_info = gr.Markdown(elem_id="doc-info")
+                doc_info = gr.Markdown(elem_id="doc-info", latex_delimiters=[])
             with gr.Column(scale=2):
                 question = gr.Textbox(label="Question", placeholder="Which law governs this agreement?",
                                       elem_id="question")
                 with gr.Accordion("Reading settings", open=False):
-                    chunk_tokens = gr.Number(settings.chunk_tokens, label="Chunk tokens", precision=0)
-                    memory_tokens = gr.Number(settings.memory_tokens, label="Memory tokens", precision=0)
+                    # Limits are the service's (a clear "Cannot ask" message), not Gradio's.
+                    chunk_tokens = gr.Number(settings.chunk_tokens, precision=0, elem_id="chunk-tokens",
+                                             label=f"Chunk tokens ({MIN_CHUNK_TOKENS:,}–{MAX_CHUNK_TOKENS:,})")
+                    memory_tokens = gr.Number(settings.memory_tokens, precision=0, elem_id="memory-tokens",
+                                              label=f"Memory tokens ({MIN_MEMORY_TOKENS:,}–{MAX_MEMORY_TOKENS:,})")
                 ask = gr.Button("Ask", variant="primary", elem_id="ask")
-                status = gr.Markdown(elem_id="status")
+                status = gr.Markdown(elem_id="status", latex_delimiters=[])
                 bar = gr.HTML(elem_id="progress")
+                with gr.Row():
+                    cancel = gr.Button("Cancel reading", size="sm", elem_id="cancel")
+                    retry = gr.Button("Resume reading", size="sm", elem_id="retry")
                 memory = gr.Textbox(label="Agent memory", lines=6, interactive=False, elem_id="memory")
                 answer = gr.Textbox(label="Answer", interactive=False, elem_id="answer")
+                with gr.Group(elem_id="feedback"):
+                    verdict = gr.Radio(["correct", "incorrect"], label="Your verdict on this answer",
+                                       elem_id="verdict")
+                    corrected = gr.Textbox(label="The right answer (if it is wrong)", elem_id="corrected-answer")
+                    comment = gr.Textbox(label="Comment", elem_id="feedback-comment")
+                    save_feedback = gr.Button("Save feedback", size="sm", elem_id="save-feedback")
+                feedback_list = gr.Markdown(elem_id="feedback-list", latex_delimiters=[])
+        readings_table = gr.Dataframe(value=[], headers=READING_COLUMNS, type="array", interactive=False,
+                                      wrap=True, max_height=360, elem_id="readings",
+                                      label="Readings of this document: choose one to open it",
+                                      column_widths=["6%", "34%", "14%", "32%", "14%"])
+        # The document and reading open in this browser, restored after a reload.
+        saved = gr.BrowserState({"document": None, "reading": None}, storage_key="longread-view")
         timer = gr.Timer(1.0, active=False)
+        list_timer = gr.Timer(3.0)
+        health_timer = gr.Timer(3.0)
 
-        upload.upload(on_upload, upload, [document, doc_info])
-        document.change(on_select, document, doc_info)
-        ask.click(on_ask, [document, question, chunk_tokens, memory_tokens],
-                  [reading_id, status, bar, memory, answer, timer])
-        timer.tick(on_tick, reading_id, [status, bar, memory, answer, timer])
-        ui.load(lambda: gr.update(choices=doc_choices()), None, document)
+        # show_progress="hidden": no Gradio spinner or timer ("0.2s") over the info and status lines.
+        # `input`, not `change`: a document set by the code (upload, reload) is shown by that code.
+        view = [reading_id, status, bar, memory, answer, timer]
+        shown = [doc_info, readings_table, saved, *view]
+        upload.upload(on_upload, [upload, reading_id, saved], [upload, document, *shown], show_progress="hidden")
+        document.input(show_document, [document, reading_id, saved], shown, show_progress="hidden")
+        ask.click(on_ask, [document, question, chunk_tokens, memory_tokens, saved],
+                  [*view, readings_table, saved], show_progress="hidden")
+        readings_table.select(on_open, saved, [reading_id, question, *view[1:], saved], show_progress="hidden")
+        list_timer.tick(on_refresh, [document, readings_table], readings_table, show_progress="hidden")
+        timer.tick(on_tick, reading_id, [status, bar, memory, answer, timer], show_progress="hidden")
+        cancel.click(on_cancel, reading_id, [status, bar, memory, answer, timer], show_progress="hidden")
+        reading_id.change(show_feedback, reading_id, feedback_list, show_progress="hidden")
+        save_feedback.click(on_feedback, [reading_id, verdict, corrected, comment],
+                            [feedback_list, verdict, corrected, comment], show_progress="hidden")
+        retry.click(on_retry, reading_id, [status, bar, memory, answer, timer], show_progress="hidden")
+        health_timer.tick(on_health, None, [health_line, engine_log], show_progress="hidden")
+        ui.load(on_health, None, [health_line, engine_log], show_progress="hidden")
+        ui.load(on_restore, saved, [document, doc_info, readings_table, reading_id, question, *view[1:]],
+                show_progress="hidden")
     return ui

@@ -17,6 +17,8 @@ class Completion:
     text: str
     prompt_tokens: int
     completion_tokens: int
+    #: the generated token ids (the stop token included) when the engine reports them; training needs them
+    token_ids: tuple[int, ...] = ()
 
 
 class Engine(ABC):
@@ -31,8 +33,9 @@ class Engine(ABC):
     tokenizer: Any
 
     @abstractmethod
-    def generate(self, messages: Sequence[str], max_tokens: int) -> list[Completion]:
-        """Complete each user message (the engine applies the model's chat template)."""
+    def generate(self, messages: Sequence[str], max_tokens: int, temperature: float = 0.0) -> list[Completion]:
+        """Complete each user message (the engine applies the model's chat template): greedy at
+        temperature 0, else sampled from the full distribution at that temperature (RL rollouts)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release processes or memory the engine holds."""

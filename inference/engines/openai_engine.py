@@ -78,7 +78,7 @@ class OpenAIEngine(Engine):
 
     # --- the Engine interface ----------------------------------------------------------------
 
-    def generate(self, messages: Sequence[str], max_tokens: int) -> list[Completion]:
+    def generate(self, messages: Sequence[str], max_tokens: int, temperature: float = 0.0) -> list[Completion]:
         if not messages:
             return []
         prompts = [self.render(m) for m in messages]
@@ -86,7 +86,7 @@ class OpenAIEngine(Engine):
             "model": self.model_name(),
             "prompt": prompts,
             "max_tokens": max_tokens,
-            "temperature": 0.0,
+            "temperature": temperature,
             "n": 1,
         }
         if self.vllm_extensions:
@@ -187,7 +187,9 @@ class OpenAIEngine(Engine):
             choice = by_index[i]
             text = choice["text"]
             token_ids = choice.get("token_ids")
-            if isinstance(token_ids, list):
+            if not isinstance(token_ids, list):
+                token_ids = []
+            if token_ids:
                 n_out = len(token_ids)
             elif len(prompts) == 1 and isinstance(usage.get("completion_tokens"), int):
                 n_out = usage["completion_tokens"]
@@ -197,7 +199,7 @@ class OpenAIEngine(Engine):
                 n_out = min(self._count(text) + (choice.get("finish_reason") == "stop"), max_tokens)
             prompt_ids = choice.get("prompt_token_ids")
             n_in = len(prompt_ids) if isinstance(prompt_ids, list) else self._count(prompt)
-            out.append(Completion(text, n_in, n_out))
+            out.append(Completion(text, n_in, n_out, tuple(token_ids)))
         return out
 
 

@@ -1,10 +1,10 @@
-"""In-process engine: a Hugging Face causal LM on the CPU (or a GPU if torch has one), greedy,
-all prompts of a call in one left-padded batch."""
+"""In-process engine: a Hugging Face causal LM on the CPU (or a GPU if torch has one), all prompts
+of a call in one left-padded batch; greedy, or sampled at a temperature (RL rollouts)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from inference.engines.base import Completion, Engine
 
@@ -16,39 +16,58 @@ class TransformersEngine(Engine):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        tokenizer = AutoTokenizer.from_pretrained(Path(model_path))
+        model = AutoModelForCausalLM.from_pretrained(Path(model_path), dtype=torch.float32)
+        self._use(model, tokenizer, max_batch)
+
+    @classmethod
+    def from_model(cls, model: Any, tokenizer: Any, max_batch: int = 16) -> TransformersEngine:
+        """An engine over a model already in memory (the trainer's policy, adapters and all)."""
+        engine = cls.__new__(cls)
+        engine._use(model, tokenizer, max_batch)
+        return engine
+
+    def _use(self, model: Any, tokenizer: Any, max_batch: int) -> None:
+        import torch
+
         self._torch = torch
-        self.model_path = Path(model_path)
-        self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+        self.tokenizer = tokenizer
         self.tokenizer.padding_side = "left"
-        self.model = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32)
-        self.model.eval()
+        self.model = model
         self.max_batch = max_batch
 
-    def generate(self, messages: Sequence[str], max_tokens: int) -> list[Completion]:
+    def generate(self, messages: Sequence[str], max_tokens: int, temperature: float = 0.0) -> list[Completion]:
         out: list[Completion] = []
         for i in range(0, len(messages), self.max_batch):
-            out.extend(self._generate_batch(messages[i : i + self.max_batch], max_tokens))
+            out.extend(self._generate_batch(messages[i : i + self.max_batch], max_tokens, temperature))
         return out
 
-    def _generate_batch(self, messages: Sequence[str], max_tokens: int) -> list[Completion]:
+    def _generate_batch(self, messages: Sequence[str], max_tokens: int, temperature: float) -> list[Completion]:
         tok = self.tokenizer
         texts = [
             tok.apply_chat_template([{"role": "user", "content": m}], tokenize=False, add_generation_prompt=True)
             for m in messages
         ]
-        batch = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-        with self._torch.inference_mode():
-            generated = self.model.generate(
-                **batch,
-                max_new_tokens=max_tokens,
-                do_sample=False,
-                pad_token_id=tok.pad_token_id,
-                eos_token_id=tok.eos_token_id,
-            )
+        batch = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.model.device)
+        sampling = dict(do_sample=True, temperature=temperature, top_p=1.0, top_k=0) if temperature > 0 else \
+            dict(do_sample=False)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with self._torch.inference_mode():
+                generated = self.model.generate(
+                    **batch,
+                    max_new_tokens=max_tokens,
+                    pad_token_id=tok.pad_token_id,
+                    eos_token_id=tok.eos_token_id,
+                    **sampling,
+                )
+        finally:
+            self.model.train(was_training)
         new = generated[:, batch["input_ids"].shape[1] :]
         completions = []
         for row, mask in zip(new.tolist(), batch["attention_mask"]):
             n = next((i + 1 for i, t in enumerate(row) if t == tok.eos_token_id), len(row))
             text = tok.decode(row[:n], skip_special_tokens=True)
-            completions.append(Completion(text, int(mask.sum()), n))
+            completions.append(Completion(text, int(mask.sum()), n, tuple(row[:n])))
         return completions

@@ -20,17 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ARTIFACTS
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO_ROOT / "artifacts" / "browser"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 HEALTHZ_TIMEOUT_S = 180
 STOP_TIMEOUT_S = 45  # SIGTERM: uvicorn shuts down, then the worker gets SIGTERM and 30 s to finish
 
@@ -97,6 +89,18 @@ class LiveServer:
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """`python -m app.cli serve` (web app + Celery worker + the real model) on a free port, with
     small reading settings so one question reads in well under a minute on a CPU."""
+    yield from _serve(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """`python -m app.cli serve --no-worker`: the web app alone (seconds to start, no model), for
+    tests of what the page shows without reading anything. Uploads are limited to 1 MiB."""
+    yield from _serve(tmp_path_factory, "--no-worker", env={"LONGREAD_MAX_UPLOAD_MB": "1"})
+
+
+def _serve(tmp_path_factory: pytest.TempPathFactory, *args: str,
+           env: dict[str, str] | None = None) -> Iterator[LiveServer]:
     data_dir = tmp_path_factory.mktemp("longread-data")
     port = _free_port()
     env = {
@@ -110,6 +114,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         "GRADIO_ANALYTICS_ENABLED": "False",
         "GRADIO_TEMP_DIR": str(data_dir / "gradio-tmp"),
         "PYTHONUNBUFFERED": "1",
+        **(env or {}),
     }
     for key in ("LONGREAD_DATABASE_URL", "LONGREAD_BROKER_URL"):  # embedded SQLite, always
         env.pop(key, None)
@@ -117,7 +122,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve"],
+            [sys.executable, "-m", "app.cli", "serve", *args],
             cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )
     server = LiveServer(url, data_dir, log, proc)
@@ -177,26 +182,17 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
             )
 
 
-@pytest.fixture(scope="session")
-def chromium() -> Iterator[object]:
-    """Headless Debian Chromium, launched through Playwright's sync API."""
-    if not CHROMIUM.exists():
-        pytest.fail(
-            f"{CHROMIUM} not found. The browser tests use Debian's Chromium, not a Playwright "
-            "download; install it with:  apt-get update && apt-get install -y chromium"
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+@pytest.fixture
+def page(chromium, live_server: LiveServer):  # noqa: ANN001, ANN201 - playwright objects
+    yield from _page(chromium)
 
 
 @pytest.fixture
-def page(chromium, live_server: LiveServer):  # noqa: ANN001, ANN201 - playwright objects
+def ui_page(chromium, ui_server: LiveServer):  # noqa: ANN001, ANN201 - playwright objects
+    yield from _page(chromium)
+
+
+def _page(chromium):  # noqa: ANN001, ANN202
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(30_000)
     pg = context.new_page()

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from pypdf import PdfWriter
 
-from app.services.readings import run_readings
+from app.services.runner import run_readings
 from app.web import create_app
 from tests.fakes import FakeEngine
 
@@ -94,8 +94,42 @@ def test_bad_requests_get_clear_errors(client, settings):
     big = b"a" * (settings.max_upload_mb * 1024 * 1024 + 1)
     r = _upload(client, "big.txt", big)
     assert r.status_code == 413 and "limit" in r.json()["detail"]
-    assert client.get("/api/readings/999").status_code == 404
-    r = client.post("/api/documents/999/readings", json={"question": "why?"})
-    assert r.status_code == 422 and "no document 999" in r.json()["detail"]
     doc = _upload(client, "a.txt", b"hello there").json()
     assert client.post(f"/api/documents/{doc['id']}/readings", json={"question": ""}).status_code == 422
+    assert client.post(f"/api/documents/{doc['id']}/readings", json={"question": "?", "chunk_tokens": 1}).status_code == 422
+
+
+def test_a_missing_document_or_reading_is_404_everywhere(client):
+    """The same missing object answers the same way on every route (404), not 422 on some."""
+    missing = [
+        ("get", "/api/documents/999", None, "no document 999"),
+        ("get", "/api/documents/999/readings", None, "no document 999"),
+        ("post", "/api/documents/999/readings", {"question": "why?"}, "no document 999"),
+        ("get", "/api/readings/999", None, "no reading 999"),
+        ("post", "/api/readings/999/cancel", None, "no reading 999"),
+        ("post", "/api/readings/999/retry", None, "no reading 999"),
+    ]
+    for method, path, body, detail in missing:
+        r = client.request(method, path, json=body)
+        assert (r.status_code, r.json()["detail"]) == (404, detail), (method, path)
+
+
+def test_the_same_file_again_is_the_same_document(client, settings):
+    first = _upload(client, "mill.txt", TEXT.encode(), "text/plain")
+    assert first.status_code == 201, first.text
+    doc = first.json()
+    reading = client.post(f"/api/documents/{doc['id']}/readings", json={"question": "Which mill?"}).json()
+    # Same bytes under another name: the existing document (and its readings), 200 not 201.
+    again = _upload(client, "copy of mill.txt", TEXT.encode(), "text/plain")
+    assert again.status_code == 200, again.text
+    assert again.json()["id"] == doc["id"] and again.json()["title"] == "mill.txt"
+    assert [d["id"] for d in client.get("/api/documents").json()] == [doc["id"]]
+    assert [r["id"] for r in client.get(f"/api/documents/{doc['id']}/readings").json()] == [reading["id"]]
+    # Other bytes are another document.
+    other = _upload(client, "mill.txt", (TEXT + "One more line.").encode(), "text/plain")
+    assert other.status_code == 201 and other.json()["id"] != doc["id"]
+    # A file that failed to parse is parsed again when uploaded again, as the same document.
+    failed = _upload(client, "empty.txt", b"").json()
+    assert failed["status"] == "failed"
+    again = _upload(client, "empty.txt", b"")
+    assert again.status_code == 200 and again.json()["id"] == failed["id"] and again.json()["status"] == "failed"

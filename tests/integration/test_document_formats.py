@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from app.documents.parsing import page_of
 from app.services.documents import ENGINE_SPEEDS, estimate_reading
-from app.services.readings import run_readings
+from app.services.runner import run_readings
 from app.web import create_app
 from tests import docgen
 from tests.fakes import FakeEngine

@@ -12,7 +12,8 @@ from app.db import session_scope
 from app.migrate import upgrade
 from app.models import Checkpoint, ReadingStatus, utcnow
 from app.services.documents import ingest
-from app.services.readings import ReadingError, create_readings, get_reading, run_readings
+from app.services.readings import ReadingError, create_readings, get_reading
+from app.services.runner import run_readings
 from app.settings import Settings
 from tests.fakes import FakeEngine
 

@@ -11,7 +11,8 @@ from app.db import session_scope
 from app.migrate import upgrade
 from app.models import ReadingStatus
 from app.services.documents import ingest
-from app.services.readings import create_readings, get_reading, run_readings
+from app.services.readings import create_readings, get_reading
+from app.services.runner import run_readings
 from inference.agent import AgentConfig, MemoryAgent
 from inference.engines.base import EngineError
 from tests.conftest import LIGHTHOUSE

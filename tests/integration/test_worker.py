@@ -13,6 +13,7 @@ from typing import Callable
 
 import pytest
 
+from app.services.views import reading_progress
 from app.cli import worker_command
 from app.db import session_scope
 from app.migrate import upgrade
@@ -150,4 +151,9 @@ def test_killed_worker_is_resumed_from_the_last_checkpoint(tmp_path):
         assert r.attempts == 2
         resumed = [c for c in r.checkpoints if c.step > done_before]
         assert resumed and all(c.created_at.replace(tzinfo=timezone.utc) > killed_at for c in resumed)
+        # The time nobody read it (the dead worker, the stale window) is waiting, not reading.
+        p = reading_progress(r, s.stale_after_s)
+        assert p.waiting_s >= s.stale_after_s + 1
+        assert p.reading_s + p.waiting_s == pytest.approx(p.elapsed_s)
+        assert p.reading_s >= sum(c.seconds for c in r.checkpoints)
     assert "1 readings wait with no pass running" in (tmp_path / "worker2.log").read_text()

@@ -170,7 +170,7 @@ def test_a_server_that_does_not_answer_in_time_times_out_and_is_retried(stub, en
     started = time.monotonic()
     with pytest.raises(EngineError, match=r"did not answer within 0.3 s \(2 tries\)"):
         engine_at(stub.url, timeout_s=0.3, max_tries=2).generate(["q"], 4)
-    assert time.monotonic() - started < 1.9
+    assert time.monotonic() - started < 3.5  # two full waits would take 4 s
     assert len(stub.requests) == 2
 
 

@@ -104,6 +104,42 @@ def test_rich_formats_keep_text_order_and_headings(fmt):
     assert parsed.title == book.title
 
 
+def test_markdown_with_a_title_and_plain_chapter_lines():
+    """An excerpt that opens with `# Title` is Markdown; its plain "CHAPTER I" lines start sections
+    as they do in the same text as TXT."""
+    prose = "It was a bright cold day in April, and the clocks were striking thirteen."
+    data = f"# The Excerpt\n\n{prose}\n\nCHAPTER I\n\n{prose}\n\nCHAPTER II\n\n{prose}".encode()
+    parsed = parse(data)
+    assert parsed.format == "md"
+    assert parsed.page_labels == ["The Excerpt", "CHAPTER I", "CHAPTER II"]
+    assert parse(data.replace(b"# The Excerpt", b"The Excerpt")).page_labels == ["Start", "CHAPTER I", "CHAPTER II"]
+
+
+def test_docx_bold_title_like_paragraphs_start_sections():
+    """A DOCX without heading styles marks headings in bold: they start sections as Heading 1 does;
+    a bold phrase inside a paragraph, or a bold sentence, does not."""
+    import docx
+
+    book = docgen.small_book()
+    parsed = parse(docgen.to_docx(book, headings="bold"))
+    assert parsed.format == "docx"
+    assert parsed.page_labels == ["The Lighthouse Keeper", "Chapter 1", "Chapter 2", "Chapter 3"]
+    storm = parsed.text.index("One night a storm")
+    assert parsed.page_labels[page_of(parsed.page_starts, storm) - 1] == "Chapter 2"
+
+    d = docx.Document()
+    d.add_paragraph().add_run("1. Definitions").bold = True
+    d.add_paragraph("Terms have the meanings given here.")
+    p = d.add_paragraph("The tenant ")
+    p.add_run("shall not").bold = True
+    p.add_run(" sublet.")
+    d.add_paragraph().add_run("The landlord may enter the premises at any reasonable hour with notice.").bold = True
+    d.add_paragraph("Closing words.")
+    buf = io.BytesIO()
+    d.save(buf)
+    assert parse(buf.getvalue()).page_labels == ["1. Definitions"]
+
+
 def test_html_scripts_styles_and_charset():
     html = ('<html><head><meta charset="windows-1252"><title>Caf\xe9 rules</title><style>p{color:red}</style>'
             "<script>alert('x')</script></head><body><h1>Rules</h1><p>Caf\xe9 opens at nine.</p>"
@@ -123,6 +159,14 @@ def test_html_scripts_styles_and_charset():
         (b"<?xml version='1.0'?>\n<html xmlns='http://www.w3.org/1999/xhtml'><body>x</body></html>", "html"),
         (b"# Title\n\ntext\n\n## Part\n\nmore", "md"),
         (b"# A comment line\nprint('not markdown')", "txt"),
+        # Markdown recognised by its content, wherever and however its headings are written
+        (b"# The Excerpt\n\nA paragraph of prose.\n\nCHAPTER I\n\nMore prose.", "md"),
+        (b"  # Title\n\ntext\n\n  ## Part\n\nmore", "md"),
+        (b"Title\n=====\n\ntext\n\nPart\n----\n\nmore", "md"),
+        (b"A paragraph of prose that goes on.\n\n" * 2000 + b"# Chapter 1\n\ntext\n\n# Chapter 2\n\nmore", "md"),
+        (b"## Notes\n- one\n- two", "md"),
+        (b"Meeting at #3 Main Street.\n\nBring the #42 form.", "txt"),
+        (b"Chapter 1\n\nIt was late.\n\n* * *\n\nChapter 2\n\nEnd.", "txt"),
         (b"MZ is a company name, not an executable.", "txt"),
         (b"Plain words.", "txt"),
     ],

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from pypdf import PdfReader, PdfWriter
 
 from app.documents.base import page_of
-from app.documents.detect import detect_format
 from app.documents.normalise import TextBuilder, normalise
 from app.documents.parsing import ParseError, parse, parse_txt
 from tests import docgen

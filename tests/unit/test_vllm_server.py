@@ -30,13 +30,36 @@ FAKE_SERVER = textwrap.dedent(
     args, _ = p.parse_known_args()
     mode = os.environ.get("FAKE_MODE", "ok")
     print("fake vllm starting", sys.argv[1:], flush=True)
+
+    def stage(name):
+        with open(os.environ["FAKE_PIDS"] + ".stages", "a") as f:
+            f.write(name + "\\n")
+
+    stage("importing")
     if mode == "crash":
         print("RuntimeError: no KV cache space", flush=True)
         sys.exit(3)
     if mode == "stubborn":
         signal.signal(signal.SIGTERM, lambda *_: print("ignoring SIGTERM", flush=True))
-    # a child in the same process group, like vLLM's engine core
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    if mode == "vllm":
+        # Like vLLM starting: SIGTERM kills it while it imports; then it starts its engine core,
+        # which ignores SIGTERM until it has loaded the model, and waits for it, doing nothing
+        # on SIGTERM; once serving, SIGTERM stops the engine core and the server.
+        time.sleep(0.3)
+        signal.signal(signal.SIGTERM, lambda *_: print("SIGTERM while starting: ignored", flush=True))
+        child = subprocess.Popen([sys.executable, "-c", "import signal, time; "
+                                  "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"])
+        stage("engine")
+        time.sleep(0.3)
+
+        def _stop(*_):
+            child.kill()
+            sys.exit(0)
+
+        signal.signal(signal.SIGTERM, _stop)
+    else:
+        # a child in the same process group, like vLLM's engine core
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     with open(os.environ["FAKE_PIDS"], "w") as f:
         f.write(f"{os.getpid()} {child.pid}")
     if mode == "hang":
@@ -49,7 +72,9 @@ FAKE_SERVER = textwrap.dedent(
         def log_message(self, *a):
             pass
 
-    HTTPServer((args.host, args.port), H).serve_forever()
+    httpd = HTTPServer((args.host, args.port), H)
+    stage("serving")
+    httpd.serve_forever()
     """
 )
 
@@ -82,35 +107,36 @@ def test_starts_waits_for_health_and_stops_the_whole_group(fake_vllm):
         assert server.healthy()
         assert httpx.get(server.base_url.removesuffix("/v1") + "/health").status_code == 200
         leader, child = pids(fake_vllm)
-        assert os.getpgid(child) == leader  # the engine-core stand-in is in the server's group
+        group = server.process.pid  # the guard leads the group; the server and its child are in it
+        assert os.getpgid(leader) == os.getpgid(child) == group != leader
         log = (fake_vllm / "logs" / "vllm.log").read_text()
         assert "--served-model-name model" in log and "--enforce-eager" in log
         assert server.started_in_s is not None
     assert server.process is None
-    assert not group_alive(leader)
+    assert not group_alive(group)
 
 
 def test_a_server_that_died_is_restarted_on_the_same_port(fake_vllm):
     with server_for(fake_vllm) as server:
         port, (leader, _) = server.port, pids(fake_vllm)
-        os.killpg(leader, signal.SIGKILL)
-        server.process.wait(timeout=10)
+        os.kill(leader, signal.SIGKILL)  # the server crashes: the guard exits with its code
+        assert server.process.wait(timeout=30) == 128 + signal.SIGKILL
         assert not server.healthy()
         server.ensure_running()
         assert server.healthy() and server.port == port
         assert pids(fake_vllm)[0] != leader
         server.ensure_running()  # running: nothing to do
-        assert pids(fake_vllm)[0] == server.process.pid
+        assert os.getpgid(pids(fake_vllm)[0]) == server.process.pid
 
 
 def test_a_server_that_ignores_sigterm_is_killed(fake_vllm):
     server = server_for(fake_vllm, mode="stubborn")
     server.start()
-    leader, _ = pids(fake_vllm)
+    group = server.process.pid
     started = time.monotonic()
     server.stop(timeout_s=1.0)
     assert time.monotonic() - started < 15
-    assert not group_alive(leader)
+    assert not group_alive(group)
 
 
 def test_a_server_that_exits_while_starting_is_reported_with_its_log(fake_vllm):
@@ -122,9 +148,9 @@ def test_a_server_that_never_gets_healthy_times_out_and_is_stopped(fake_vllm):
     server = server_for(fake_vllm, mode="hang", startup_timeout_s=3)
     with pytest.raises(EngineError, match=r"not healthy within 3 s"):
         server.start()
-    leader, _ = pids(fake_vllm)
+    leader, child = pids(fake_vllm)
     assert server.process is None
-    assert not group_alive(leader)
+    assert not _alive(leader) and not _alive(child)
 
 
 def test_a_missing_vllm_install_says_how_to_get_one(tmp_path):
@@ -132,40 +158,76 @@ def test_a_missing_vllm_install_says_how_to_get_one(tmp_path):
         VLLMServer(tmp_path / "nope" / "python", tmp_path).start()
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
-def test_the_server_dies_with_a_killed_parent(fake_vllm):
-    """A worker killed with SIGKILL runs no cleanup: the kernel still stops its vLLM server."""
+#: Where the parent is killed: seconds after it calls start() (the fork and exec of the guard, the
+#: guard starting the server), or when the server reaches a stage of its start-up, or once healthy.
+KILL_POINTS = [0.0, 0.002, 0.005, 0.01, 0.02, 0.04, 0.07, 0.1, 0.15, 0.2,
+               "importing", "engine", "serving", "ready"]  # fmt: skip
+
+
+@pytest.mark.parametrize("point", KILL_POINTS, ids=str)
+def test_a_killed_parent_takes_the_whole_server_group_with_it(fake_vllm, point):
+    """A worker killed with SIGKILL runs no cleanup: whenever that happens during its server's
+    start-up, the server and everything it forked stop (a vLLM server that ignores SIGTERM while
+    starting included)."""
     code = textwrap.dedent(
         f"""
         import sys, time
         sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
         from tests.unit.test_vllm_server import server_for
         from pathlib import Path
-        server_for(Path({str(fake_vllm)!r})).start()
+        server = server_for(Path({str(fake_vllm)!r}), mode="vllm", orphan_grace_s=1.0)
+        print("starting", flush=True)
+        server.start()
         print("ready", flush=True)
         time.sleep(600)
         """
     )
+    stages = fake_vllm / "pids.stages"
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
-        assert parent.stdout.readline().strip() == "ready"
-        leader, _ = pids(fake_vllm)
-        assert group_alive(leader)
-        parent.send_signal(signal.SIGKILL)
+        assert parent.stdout.readline().strip() == "starting"
+        if isinstance(point, float):
+            time.sleep(point)
+        elif point == "ready":
+            assert parent.stdout.readline().strip() == "ready"
+        else:
+            deadline = time.monotonic() + 60
+            while not (stages.exists() and point in stages.read_text().split()):
+                assert time.monotonic() < deadline, f"the server never reached {point!r}"
+                time.sleep(0.005)
+        parent.kill()
         parent.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while _alive(leader) and time.monotonic() < deadline:
+        deadline = time.monotonic() + 20
+        while _processes_of(fake_vllm) and time.monotonic() < deadline:
             time.sleep(0.1)
-        # The kernel sent the leader SIGTERM. (Real vLLM then stops its engine core itself; the
-        # stand-in's child is left to the cleanup below.)
-        assert not _alive(leader)
+        left = _processes_of(fake_vllm)
+        assert not left, f"killed at {point!r}; still running: {left} (stages: {_read(stages)})"
     finally:
         parent.kill()
-        if (fake_vllm / "pids").exists():
+        for pid in _processes_of(fake_vllm):
             try:
-                os.killpg(pids(fake_vllm)[0], signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def _processes_of(root: Path) -> list[int]:
+    """Live processes started for the fake server in `root` (the guard, the server, its child),
+    found by the environment they inherit, wherever they were reparented."""
+    marker = f"FAKE_PIDS={root / 'pids'}".encode()
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and int(d.name) != os.getpid():
+            try:
+                if marker in (d / "environ").read_bytes().split(b"\0") and _alive(int(d.name)):
+                    found.append(int(d.name))
+            except OSError:
+                pass
+    return found
+
+
+def _read(path: Path) -> str:
+    return path.read_text().replace("\n", " ") if path.exists() else ""
 
 
 def _alive(pid: int) -> bool:

@@ -1,0 +1,283 @@
+"""The runner: claims readings, advances them chunk by chunk (one batched engine call per step) and
+commits every step.
+
+Every step commits the new memory as a checkpoint together with the reading's cursor in one
+transaction, guarded by the cursor it started from. Running a reading again therefore resumes
+after its last checkpoint, and two runners can never write the same step twice. What a reading is
+(created, cancelled, retried) is app/services/readings.py; this module only moves readings along.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from app.db import session_scope
+from app.documents.parsing import page_of
+from app.models import Checkpoint, ModelVersion, Reading, ReadingStatus, utcnow
+from app.services.llm import engine_for
+from app.services.models import serving_settings
+from app.settings import Settings
+from inference.agent import AgentConfig, MemoryAgent
+from inference.chunking import Chunk, split_into_chunks
+from inference.engines.base import Completion, Engine
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Live:
+    """A reading in flight: what the loop needs between commits."""
+
+    id: int
+    config: AgentConfig
+    #: the model version it is read with (None: the settings' model) and that version's engine
+    version_id: int | None
+    engine: Engine
+    question: str
+    text: str
+    page_starts: list[int]
+    chunks: list[Chunk]
+    cursor: int
+    memory: str | None
+
+
+def _claimable(settings: Settings, explicit: bool):  # an SQL condition
+    """Queued readings, and running ones whose runner's heartbeat went stale; a reading that
+    failed is resumed only when asked for by id (the CLI, a user's retry)."""
+    stale = utcnow() - timedelta(seconds=settings.stale_after_s)
+    cond = (Reading.status == ReadingStatus.queued) | (
+        (Reading.status == ReadingStatus.running) & ((Reading.heartbeat_at < stale) | Reading.heartbeat_at.is_(None))
+    )
+    return cond | (Reading.status == ReadingStatus.failed) if explicit else cond
+
+
+#: the engine that serves a model version's weights (None: the settings' model)
+EngineOf = Callable[[int | None], Engine]
+
+
+def _engines(settings: Settings, engine: Engine | None) -> EngineOf:
+    """`engine` for every version when one is given; else each version's own engine (engine_for keeps
+    one per model folder and settings, so a version activated since the worker started gets its own
+    and readings begun on an older version finish on it)."""
+    if engine is not None:
+        return lambda _version_id: engine
+    served: dict[int | None, Engine] = {}
+
+    def engine_of(version_id: int | None) -> Engine:
+        if version_id not in served:
+            with session_scope(settings.resolved_database_url) as s:
+                version = s.get(ModelVersion, version_id) if version_id is not None else None
+            served[version_id] = engine_for(serving_settings(settings, version))
+        return served[version_id]
+
+    return engine_of
+
+
+def _claim(settings: Settings, engines: EngineOf, ids: list[int] | None, limit: int,
+           chunk_cache: dict[tuple, list[Chunk]]) -> list[_Live]:
+    """Take up to `limit` readings for this runner. Each claim is a guarded UPDATE, so two
+    workers never take the same reading."""
+    url = settings.resolved_database_url
+    claimed = []
+    with session_scope(url) as s:
+        query = (select(Reading.id, Reading.model_version_id)
+                 .where(_claimable(settings, explicit=ids is not None)).order_by(Reading.id))  # fmt: skip
+        if ids is not None:
+            query = query.where(Reading.id.in_(ids))
+        candidates = s.execute(query.limit(limit)).all()
+    for reading_id, version_id in candidates:
+        try:  # outside any transaction: a version's first merge or server start takes a while
+            engine = engines(version_id)
+        except Exception as exc:
+            log.exception("cannot serve model version %s for reading %s", version_id, reading_id)
+            what = f"model version {version_id}" if version_id is not None else "the model"
+            _fail_unclaimed(settings, reading_id, ids is not None, what, exc)
+            continue
+        with session_scope(url) as s:
+            now = utcnow()
+            taken = s.execute(
+                update(Reading)
+                .where(Reading.id == reading_id, _claimable(settings, explicit=ids is not None))
+                .values(status=ReadingStatus.running, heartbeat_at=now, error=None, attempts=Reading.attempts + 1)
+            ).rowcount
+            if taken != 1:
+                continue
+            r = s.get(Reading, reading_id)
+            key = (r.document_id, r.chunk_tokens, version_id)
+            if key not in chunk_cache:
+                chunk_cache[key] = split_into_chunks(r.document.text or "", engine.tokenizer, r.chunk_tokens)
+            r.total_chunks = len(chunk_cache[key])
+            r.started_at = r.started_at or now
+            memory = r.checkpoints[-1].memory if r.checkpoints else None
+            claimed.append(_Live(r.id, _agent_config(r), version_id, engine, r.question, r.document.text or "",
+                                 r.document.page_starts, chunk_cache[key], r.cursor, memory))
+    return claimed
+
+
+def _agent_config(r: Reading) -> AgentConfig:
+    return AgentConfig(r.chunk_tokens, r.memory_tokens, r.answer_tokens, r.template_set)
+
+
+def run_readings(settings: Settings, reading_ids: list[int] | None = None, engine: Engine | None = None) -> int:
+    """Advance readings to the end, all together: each step makes one batched engine call per
+    group of readings with the same agent settings, whatever document or chunk each is on.
+
+    With `reading_ids`, exactly those (failed or interrupted ones resume at their cursor; done or
+    cancelled ones are skipped). Without, every queued or stalled reading, and readings queued
+    while the pass is under way join it at the next step, up to `settings.max_batch` at once.
+    Returns how many readings this call finished.
+    """
+    engines = _engines(settings, engine)
+    url = settings.resolved_database_url
+    chunk_cache: dict[tuple, list[Chunk]] = {}
+    heartbeat = _Heartbeat(url, settings.stale_after_s / 4)
+    try:
+        return _run(settings, engines, reading_ids, chunk_cache, heartbeat)
+    finally:
+        heartbeat.stop()
+
+
+class _Heartbeat:
+    """Keeps the heartbeat of the readings this runner holds fresh while the runner lives, however
+    long a step takes; readings of a runner that died go stale within `stale_after_s` and are taken
+    over (the sweeper of any live worker)."""
+
+    def __init__(self, url: str, interval_s: float):
+        self.url, self.interval_s = url, interval_s
+        self.ids: frozenset[int] = frozenset()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="reading-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            ids = self.ids
+            if not ids:
+                continue
+            try:
+                with session_scope(self.url) as s:
+                    s.execute(update(Reading).where(Reading.id.in_(ids), Reading.status == ReadingStatus.running)
+                              .values(heartbeat_at=utcnow()))
+            except Exception:  # a database hiccup must not end the heartbeat
+                log.exception("could not refresh the heartbeat of readings %s", sorted(ids))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _run(settings: Settings, engines: EngineOf, reading_ids: list[int] | None,
+         chunk_cache: dict[tuple, list[Chunk]], heartbeat: _Heartbeat) -> int:
+    url = settings.resolved_database_url
+    live = _claim(settings, engines, reading_ids, settings.max_batch, chunk_cache)
+    finished = 0
+    while live:
+        heartbeat.ids = frozenset(x.id for x in live)
+        groups: dict[tuple[int | None, AgentConfig], list[_Live]] = {}
+        for x in live:  # one batch per model version and agent settings
+            groups.setdefault((x.version_id, x.config), []).append(x)
+        for (_, config), group in groups.items():
+            try:
+                done = _step(url, MemoryAgent(group[0].engine, config), group)
+            except Exception as exc:
+                _fail(url, [x.id for x in live], exc)
+                raise
+            finished += len(done)
+            live = [x for x in live if x.id not in done]
+        if reading_ids is None and len(live) < settings.max_batch:
+            live += _claim(settings, engines, None, settings.max_batch - len(live), chunk_cache)
+    return finished
+
+
+def _step(url: str, agent: MemoryAgent, group: list[_Live]) -> set[int]:
+    """Read the next chunk of every reading in `group`, answer those that reached the end.
+    Returns the ids that left the loop (answered, cancelled, or taken over by another runner)."""
+    gone: set[int] = set()
+    reading = [x for x in group if x.cursor < len(x.chunks)]
+    if reading:
+        started = time.monotonic()
+        completions = agent.update([(x.question, x.memory, x.chunks[x.cursor].text(x.text)) for x in reading])
+        seconds = time.monotonic() - started
+        for x, c in zip(reading, completions):
+            if not _commit_step(url, x, c, seconds):
+                gone.add(x.id)
+    finishing = [x for x in group if x.cursor >= len(x.chunks) and x.id not in gone]
+    if finishing:
+        answers = agent.answer([(x.question, x.memory) for x in finishing])
+        for x, a in zip(finishing, answers):
+            _commit_answer(url, x, a.answer, a.output)
+            gone.add(x.id)
+    return gone
+
+
+def _commit_step(url: str, x: _Live, completion: Completion, seconds: float) -> bool:
+    chunk = x.chunks[x.cursor]
+    with session_scope(url) as s:
+        moved = s.execute(
+            update(Reading)
+            .where(Reading.id == x.id, Reading.cursor == x.cursor, Reading.status == ReadingStatus.running)
+            .values(cursor=x.cursor + 1, heartbeat_at=utcnow())
+        ).rowcount
+        if moved != 1:
+            return False
+        s.add(
+            Checkpoint(
+                reading_id=x.id,
+                step=x.cursor + 1,
+                memory=completion.text,
+                start_token=chunk.start_token,
+                end_token=chunk.end_token,
+                start_char=chunk.start_char,
+                end_char=chunk.end_char,
+                first_page=page_of(x.page_starts, chunk.start_char),
+                last_page=page_of(x.page_starts, max(chunk.start_char, chunk.end_char - 1)),
+                prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens,
+                seconds=seconds,
+            )
+        )
+    x.cursor += 1
+    x.memory = completion.text
+    return True
+
+
+def _commit_answer(url: str, x: _Live, answer: str, output: str) -> None:
+    with session_scope(url) as s:
+        s.execute(
+            update(Reading)
+            .where(Reading.id == x.id, Reading.status == ReadingStatus.running)
+            .values(status=ReadingStatus.done, answer=answer, final_output=output, finished_at=utcnow(),
+                    heartbeat_at=utcnow())
+        )
+
+
+def _fail(url: str, ids: list[int], exc: Exception) -> None:
+    with session_scope(url) as s:
+        s.execute(
+            update(Reading)
+            .where(Reading.id.in_(ids), Reading.status == ReadingStatus.running)
+            .values(status=ReadingStatus.failed, error=f"{type(exc).__name__}: {exc}")
+        )
+
+
+def _fail_unclaimed(settings: Settings, reading_id: int, explicit: bool, what: str, exc: Exception) -> None:
+    """A reading this runner could not take because `what` failed: failed with the reason (a retry resumes it)."""
+    with session_scope(settings.resolved_database_url) as s:
+        s.execute(
+            update(Reading)
+            .where(Reading.id == reading_id, _claimable(settings, explicit))
+            .values(status=ReadingStatus.failed, error=f"cannot load {what}: {type(exc).__name__}: {exc}")
+        )
+
+
+def count_claimable(session: Session, settings: Settings) -> int:
+    """Readings a worker's pass would take now: queued, or running with a stale heartbeat."""
+    return session.scalar(select(func.count()).select_from(Reading).where(_claimable(settings, explicit=False)))

@@ -1,0 +1,182 @@
+"""What the use cases hand back: plain, detached snapshots of documents and readings, with every
+derived figure (a reading's progress and ETA, a document's reading estimate) computed here, once.
+
+The API turns them into its schemas (pure data), the UI and the CLI show them; none of them
+computes anything of its own, and nothing here touches the database after the session closes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from app.models import Checkpoint, Document, Reading, ReadingStatus
+from app.settings import Settings
+
+
+def _aware(t: datetime) -> datetime:
+    # SQLite hands datetimes back without a zone; we only ever store UTC.
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class ProgressView:
+    """Where a reading is, and where its time went: reading (the agent at work) apart from waiting
+    (in the queue, for the model to start, for a worker after its worker died)."""
+
+    step: int
+    total: int | None
+    #: wall time since the question was asked (reading + waiting)
+    elapsed_s: float | None
+    #: time left at the reading's own pace; None while it waits
+    eta_s: float | None
+    #: time the agent spent reading: every step's own seconds, the answer and the step under way
+    reading_s: float | None = None
+    #: the rest of elapsed_s: queued, or waiting for a worker
+    waiting_s: float | None = None
+    #: running, but its worker stopped beating: it waits for a worker
+    stalled: bool = False
+
+
+QUEUED = ProgressView(step=0, total=None, elapsed_s=None, eta_s=None)
+
+
+def reading_progress(r: Reading, stale_after_s: float | None = None, now: datetime | None = None) -> ProgressView:
+    now = now or datetime.now(UTC)
+    stale_after_s = Settings.model_fields["stale_after_s"].default if stale_after_s is None else stale_after_s
+    running = r.status == ReadingStatus.running
+    stalled = running and (r.heartbeat_at is None or (now - _aware(r.heartbeat_at)).total_seconds() > stale_after_s)
+    reading = sum(c.seconds for c in r.checkpoints)
+    if r.started_at:
+        # The step under way (or the answer, once done) counts as reading while a runner holds it.
+        last = max([_aware(r.started_at)] + [_aware(c.created_at) for c in r.checkpoints[-1:] if c.created_at])
+        if running and not stalled:
+            reading += max(0.0, (now - last).total_seconds())
+        elif r.status == ReadingStatus.done and r.finished_at:
+            reading += max(0.0, (_aware(r.finished_at) - last).total_seconds())
+    elapsed = None
+    if r.created_at:
+        elapsed = ((_aware(r.finished_at) if r.finished_at else now) - _aware(r.created_at)).total_seconds()
+    eta = None
+    if r.total_chunks is not None and r.checkpoints and not r.finished_at and running and not stalled:
+        per_step = sum(c.seconds for c in r.checkpoints) / len(r.checkpoints)
+        eta = per_step * (r.total_chunks - r.cursor)
+    return ProgressView(step=r.cursor, total=r.total_chunks, elapsed_s=elapsed,
+                        reading_s=reading if r.started_at else None,
+                        waiting_s=None if elapsed is None else max(0.0, elapsed - reading),
+                        eta_s=eta, stalled=stalled)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CheckpointView:
+    step: int
+    memory: str
+    start_char: int
+    end_char: int
+    first_page: int
+    last_page: int
+    #: `agent`, or `edited` for a memory a person wrote
+    origin: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    created_at: datetime | None
+    #: the chunk's text, when asked for (it can be long: a reading's chunks make up the whole document)
+    chunk: str | None = None
+
+
+def checkpoint_view(c: Checkpoint, text: str | None = None) -> CheckpointView:
+    """`text`: the document's text, to include the chunk the agent read."""
+    return CheckpointView(step=c.step, memory=c.memory, start_char=c.start_char, end_char=c.end_char,
+                          first_page=c.first_page, last_page=c.last_page, origin=c.origin or "agent",
+                          prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens, seconds=c.seconds,
+                          created_at=c.created_at,
+                          chunk=None if text is None else text[c.start_char : c.end_char])  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ReadingView:
+    id: int
+    document_id: int
+    question: str
+    status: str
+    answer: str | None
+    final_output: str | None
+    error: str | None
+    model: str
+    chunk_tokens: int
+    memory_tokens: int
+    template_set: str
+    cursor: int
+    total_chunks: int | None
+    created_at: datetime | None
+    progress: ProgressView
+    checkpoints: list[CheckpointView]
+
+
+def reading_view(r: Reading, stale_after_s: float | None = None, with_chunks: bool = False) -> ReadingView:
+    text = (r.document.text or "") if with_chunks else None
+    return ReadingView(id=r.id, document_id=r.document_id, question=r.question, status=r.status.value,
+                       answer=r.answer, final_output=r.final_output, error=r.error, model=r.model,
+                       chunk_tokens=r.chunk_tokens, memory_tokens=r.memory_tokens, template_set=r.template_set,
+                       cursor=r.cursor or 0, total_chunks=r.total_chunks, created_at=r.created_at,
+                       progress=reading_progress(r, stale_after_s),
+                       checkpoints=[checkpoint_view(c, text) for c in r.checkpoints])  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EstimateView:
+    """How long one question would take to read the whole document on the active engine."""
+
+    chunks: int
+    #: None when there is no speed figure for the engine
+    seconds: float | None
+    engine: str
+    chunk_tokens: int
+    memory_tokens: int
+    basis: str
+
+
+@dataclass(frozen=True)
+class PageView:
+    #: 1-based, as in a checkpoint's first_page/last_page
+    page: int
+    #: character offset in the document's text where it starts
+    start: int
+    #: printed page label (PDF) or the section's heading
+    label: str
+
+
+@dataclass(frozen=True)
+class DocumentView:
+    id: int
+    title: str
+    filename: str | None
+    format: str
+    status: str
+    error: str | None
+    size_bytes: int
+    #: number of pages (PDF) or sections (other formats)
+    pages: int
+    #: `page` for PDF, `section` (a heading and what follows) otherwise
+    page_unit: str
+    char_count: int
+    token_count: int | None
+    created_at: datetime | None
+    estimate: EstimateView | None = None
+    page_map: list[PageView] | None = None
+
+
+def document_view(d: Document, settings: Settings | None = None, with_page_map: bool = False) -> DocumentView:
+    from app.services.documents import document_page_unit, estimate_reading, page_map
+
+    estimate = None
+    if settings is not None and d.token_count:
+        e = estimate_reading(d.token_count, settings)
+        estimate = EstimateView(chunks=e.chunks, seconds=e.seconds, engine=e.engine, chunk_tokens=settings.chunk_tokens,
+                                memory_tokens=settings.memory_tokens, basis=e.basis)  # fmt: skip
+    return DocumentView(id=d.id, title=d.title, filename=d.filename, format=d.format, status=d.status.value,
+                        error=d.error, size_bytes=d.size_bytes, pages=len(d.page_starts or []),
+                        page_unit=document_page_unit(d), char_count=d.char_count, token_count=d.token_count,
+                        created_at=d.created_at, estimate=estimate,
+                        page_map=[PageView(**p) for p in page_map(d)] if with_page_map else None)  # fmt: skip

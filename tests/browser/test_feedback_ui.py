@@ -1,0 +1,102 @@
+"""An opened reading can be judged (correct / incorrect, the right answer, a comment), its verdicts
+are listed as text whatever they contain, and a reading can be cancelled and resumed from its page.
+No model needed: the app runs without a worker and the finished reading is written to its database."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from app.db import session_scope
+from app.models import Checkpoint, Reading, ReadingStatus
+from app.settings import Settings
+from tests.browser.uihelpers import watch
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "browser"
+IMG = "<img src=http://127.0.0.1:9/f.png onerror=alert(9)>"
+MD_IMG = "![pwn](http://127.0.0.1:9/fm.png)"
+TEXT = "The tenant pays nine crowns on the first day of every month. " * 30
+
+
+def _done_reading(server, document_id: int) -> int:  # noqa: ANN001
+    url = Settings(data_dir=server.data_dir).resolved_database_url
+    with session_scope(url) as s:
+        now = datetime.now(UTC)
+        r = Reading(document_id=document_id, model="smollm2", chunk_tokens=128, memory_tokens=48, answer_tokens=32,
+                    template_set="memagent", question="How much is the rent?", status=ReadingStatus.done, cursor=1,
+                    total_chunks=1, started_at=now - timedelta(seconds=4), finished_at=now, answer="eight crowns")  # fmt: skip
+        s.add(r)
+        s.flush()
+        s.add(Checkpoint(reading_id=r.id, step=1, memory="rent: eight crowns", start_token=0, end_token=100,
+                         start_char=0, end_char=100, first_page=1, last_page=1, prompt_tokens=100,
+                         completion_tokens=10, seconds=1.0))  # fmt: skip
+        return r.id
+
+
+def _feedback(page) -> str:  # noqa: ANN001
+    return page.locator("#feedback-list").inner_text()
+
+
+def test_feedback_on_an_answer_and_cancel_and_resume(ui_page, ui_server) -> None:  # noqa: ANN001
+    page = ui_page
+    dialogs, stray = watch(page, ui_server.url)
+    doc = page.request.post(ui_server.url + "/api/documents", multipart={"file": {
+        "name": "lease.txt", "mimeType": "text/plain", "buffer": TEXT.encode()}}).json()  # fmt: skip
+    reading_id = _done_reading(ui_server, doc["id"])
+
+    page.goto(ui_server.url + "/")
+    page.locator("#ask").wait_for(state="visible", timeout=60_000)
+    page.locator("#document input").fill("")
+    page.locator(f'ul[role=listbox] [role=option][aria-label^="#{doc["id"]} "]').click()
+    page.locator("#readings [role=gridcell]").filter(has_text="How much is the rent?").first.click()
+    page.locator("#status").get_by_text("Done").wait_for(timeout=30_000)
+    page.locator("#feedback-list").get_by_text("No feedback on this answer yet.").wait_for(timeout=30_000)
+
+    # No verdict chosen: a clear message, nothing stored.
+    page.locator("#save-feedback").click()
+    page.locator("#feedback-list").get_by_text("choose correct or incorrect").wait_for(timeout=30_000)
+
+    page.locator("#verdict").get_by_label("incorrect").check()
+    page.locator("#corrected-answer textarea").fill(f"nine crowns {IMG}")
+    page.locator("#feedback-comment textarea").fill(f"see clause 1 {MD_IMG} **bold**")
+    page.locator("#save-feedback").click()
+    page.locator("#feedback-list").get_by_text("Saved: incorrect.").wait_for(timeout=30_000)
+    shown = _feedback(page)
+    assert f"right answer: nine crowns {IMG}" in shown, shown
+    assert f"comment: see clause 1 {MD_IMG} **bold**" in shown, shown
+    assert page.locator("#corrected-answer textarea").input_value() == ""  # the form is emptied
+    page.screenshot(path=str(ARTIFACTS / "ui-feedback.png"), full_page=True)
+
+    stored = page.request.get(f"{ui_server.url}/api/readings/{reading_id}/feedback").json()
+    assert [(f["verdict"], f["corrected_answer"], f["comment"]) for f in stored] == [
+        ("incorrect", f"nine crowns {IMG}", f"see clause 1 {MD_IMG} **bold**")]  # fmt: skip
+    exported = page.request.get(ui_server.url + "/api/feedback/export").text()
+    assert f'"reading_id": {reading_id}' in exported and '"verdict": "incorrect"' in exported
+
+    # A new question (no worker: it waits) can be cancelled and resumed from its page.
+    page.locator("#question textarea").fill("When is it due?")
+    page.locator("#ask").click()
+    page.locator("#status").get_by_text("Queued").wait_for(timeout=30_000)
+    page.locator("#feedback-list").get_by_text("No feedback on this answer yet.").wait_for(timeout=30_000)
+    page.locator("#retry").click()
+    page.locator("#status").get_by_text("Cannot retry").wait_for(timeout=30_000)
+    assert "only failed or cancelled readings are retried" in page.locator("#status").inner_text()
+    page.locator("#cancel").click()
+    page.locator("#status").get_by_text("Cancelled before its first chunk").wait_for(timeout=30_000)
+    page.locator("#readings").get_by_text("cancelled").first.wait_for(timeout=30_000)
+    page.locator("#retry").click()
+    page.locator("#status").get_by_text("Queued").wait_for(timeout=30_000)
+    # Judging an unanswered reading is refused with the service's message.
+    page.locator("#verdict").get_by_label("correct", exact=True).check()
+    page.locator("#save-feedback").click()
+    page.locator("#feedback-list").get_by_text("only an answered reading can be judged").wait_for(timeout=30_000)
+
+    page.wait_for_timeout(1000)
+    assert not dialogs, dialogs
+    assert not stray, stray
+    assert not page.locator("#feedback-list img, #feedback-list a, #feedback-list strong:has-text('bold')").count()
+    assert not page.page_errors, page.page_errors

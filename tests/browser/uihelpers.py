@@ -1,0 +1,50 @@
+"""What the browser tests do on the page again and again."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+
+def watch(page, app_url: str) -> tuple[list[str], list[str]]:  # noqa: ANN001
+    """Record every dialog (and dismiss it) and every request that leaves the app or names a
+    payload."""
+    dialogs: list[str] = []
+    stray: list[str] = []
+    app = urlsplit(app_url).netloc
+
+    def on_dialog(d) -> None:  # noqa: ANN001
+        dialogs.append(f"{d.type}: {d.message}")
+        d.dismiss()
+
+    def on_request(r) -> None:  # noqa: ANN001
+        url = r.url
+        if url.startswith(("data:", "blob:")):
+            return
+        if urlsplit(url).netloc != app or "pwn" in url or ":9/" in url:
+            stray.append(url)
+
+    page.on("dialog", on_dialog)
+    page.on("request", on_request)
+    return dialogs, stray
+
+
+def info_line(page, expect: str, timeout_s: float = 30) -> str:  # noqa: ANN001
+    """The info line once it shows `expect`, or whatever it shows after `timeout_s` (the
+    assertions at the end say what was wrong)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        text = page.locator("#doc-info").inner_text()
+        if expect in text or time.monotonic() > deadline:
+            return text
+        page.wait_for_timeout(200)
+
+
+def upload(page, path: Path, expect: str) -> str:  # noqa: ANN001
+    """Upload through the real file input (clearing the previous file first)."""
+    clear = page.locator("#upload button[aria-label=Clear]")
+    if clear.count():
+        clear.click()
+    page.locator("#upload input[type=file]").set_input_files(str(path))
+    return info_line(page, expect, 60)

@@ -1,0 +1,88 @@
+"""The trainer on the real bundled SmolLM2 (in-process, CPU), on tasks small enough for a test:
+RL raises the reward of a tiny task, and an interrupted run resumes to the same weights."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from training.config import make_config
+from training.tasks import Task
+from training.trainer import Trainer
+from training.verifier import reward
+
+pytestmark = pytest.mark.model
+
+WORDS = ["amber", "violet", "copper", "indigo", "scarlet", "silver", "olive", "teal"]
+
+
+def tiny_tasks(step: int, n: int, salt: str = "train") -> list[Task]:
+    """One sentence, one chunk: the password is a colour word. The untrained model names it in
+    part of its sampled answers, which is what gives GRPO groups with unequal rewards."""
+    rng = random.Random(f"{salt}:{step}")
+    tasks = []
+    for i in range(n):
+        word = rng.choice(WORDS)
+        doc = f"Note for the guard: the password for tonight is {word}."
+        tasks.append(Task(f"tiny-{step}-{i}", doc, "What is the password for tonight?", (word,),
+                          (doc,), "tiny", 16))
+    return tasks
+
+
+def tiny_config(**overrides):  # noqa: ANN201
+    base = dict(preset="small", chunk_tokens=64, memory_tokens=32, answer_tokens=16, samples_per_step=4,
+                group_size=8, learning_rate=1e-3, warmup_steps=0, reward_rule="sub_em", save_every=2,
+                seed=3, threads=1, micro_batch_tokens=1024, data=dict(contracts=False))
+    return make_config({**base, **overrides})
+
+
+def mean_reward(trainer: Trainer, tasks: list[Task]) -> float:
+    """Sampled answers (T=1, G per task, fixed seed) scored like the training reward."""
+    groups = trainer.rollouts(tasks)
+    scores = [reward(t.answer.output, task.answers, trainer.config.reward_rule)
+              for task, group in zip(tasks, groups) for t in group]
+    return sum(scores) / len(scores)
+
+
+def test_grpo_raises_the_reward_of_a_tiny_task(model_path: Path, tmp_path: Path) -> None:
+    trainer = Trainer(tiny_config(rl_steps=6), tmp_path, model_path, tiny_tasks)
+    held_out = tiny_tasks(0, 6, salt="eval")
+    trainer.step = 10_000  # seeds the evaluation's sampling apart from every training step
+    before = mean_reward(trainer, held_out)
+    trainer.step = 0
+    trainer.run()
+    trainer.step = 10_000
+    after = mean_reward(trainer, held_out)
+    metrics = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    print(f"reward before {before:.3f}, after {after:.3f}; per step {[m['reward'] for m in metrics]}")
+    assert after >= before + 0.2, (before, after)
+    assert [m["step"] for m in metrics] == list(range(1, 7))
+    assert {"reward", "accuracy", "loss", "kl", "clip_fraction", "tokens_per_s", "eta_s"} <= metrics[0].keys()
+    assert (tmp_path / "adapter" / "adapter_model.safetensors").is_file()
+    assert (tmp_path / "curve.png").stat().st_size > 10_000
+
+
+def test_an_interrupted_run_resumes_to_the_same_weights(model_path: Path, tmp_path: Path) -> None:
+    config = tiny_config(sft_steps=3, rl_steps=1, save_every=1, sft_samples_per_step=2, samples_per_step=2,
+                         group_size=4)
+    whole = Trainer(config, tmp_path / "whole", model_path, tiny_tasks)
+    whole.run()
+
+    first = Trainer(config, tmp_path / "pieces", model_path, tiny_tasks)
+    first.run(max_steps=2)
+    del first  # the process that ran the first piece is gone; only its folder remains
+    second = Trainer(config, tmp_path / "pieces", model_path, tiny_tasks)
+    second.resume()
+    assert second.step == 2
+    second.run()
+
+    trained = [n for n, p in whole.model.named_parameters() if p.requires_grad]
+    a, b = dict(whole.model.named_parameters()), dict(second.model.named_parameters())
+    assert trained and all(torch.allclose(a[n], b[n], atol=1e-6) for n in trained)
+    assert not all(torch.equal(a[n], torch.zeros_like(a[n])) for n in trained if "lora_B" in n)
+    steps = [json.loads(line)["step"] for line in (tmp_path / "pieces" / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3, 4]

@@ -1,0 +1,56 @@
+"""Merging a LoRA adapter into its base, cached by the adapter's bytes (a tiny random Llama, real peft)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+peft = pytest.importorskip("peft")
+
+from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM  # noqa: E402
+
+from training.serving import merged_model  # noqa: E402
+
+
+@pytest.fixture
+def base(tmp_path, tokenizer):  # noqa: ANN001, ANN201
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=2)  # fmt: skip
+    path = tmp_path / "base"
+    LlamaForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def _adapter(base_path, path, seed: int):  # noqa: ANN001, ANN202
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_pretrained(base_path)
+    lora = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"],
+                                                     init_lora_weights=False))  # fmt: skip
+    lora.save_pretrained(path)
+    return lora
+
+
+def test_merge_applies_the_adapter_once_and_caches_by_content(tmp_path, base):
+    lora = _adapter(base, tmp_path / "adapter", seed=1)
+    ids = torch.tensor([[1, 2, 3, 4]])
+    with torch.no_grad():
+        expected = lora(ids).logits
+    merged = merged_model(base, tmp_path / "adapter", tmp_path / "cache")
+    with torch.no_grad():
+        got = AutoModelForCausalLM.from_pretrained(merged)(ids).logits
+        plain = AutoModelForCausalLM.from_pretrained(base)(ids).logits
+    assert torch.allclose(got, expected, atol=1e-5) and not torch.allclose(got, plain, atol=1e-3)
+    assert (merged / "tokenizer.json").is_file()
+
+    stamp = (merged / "config.json").stat().st_mtime_ns
+    assert merged_model(base, tmp_path / "adapter", tmp_path / "cache") == merged  # reused, not rebuilt
+    assert (merged / "config.json").stat().st_mtime_ns == stamp
+    _adapter(base, tmp_path / "adapter", seed=2)  # retrained into the same folder
+    assert merged_model(base, tmp_path / "adapter", tmp_path / "cache") != merged
+
+
+def test_a_folder_without_adapter_is_refused(tmp_path, base):
+    with pytest.raises(FileNotFoundError, match="not a peft adapter"):
+        merged_model(base, tmp_path, tmp_path / "cache")

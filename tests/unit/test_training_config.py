@@ -1,0 +1,57 @@
+"""The training config: presets, TOML overrides, and errors that say what to change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from training.config import ConfigError, describe, load_config, make_config
+
+
+def test_memagent_preset_is_memagents_recipe() -> None:
+    c = load_config("memagent")
+    assert (c.group_size, c.learning_rate, c.warmup_steps, c.kl_coef, c.eps_low, c.eps_high, c.temperature) == \
+        (16, 1e-6, 20, 1e-3, 0.2, 0.2, 1.0)
+    assert not c.scale_advantage_by_std and c.template_set == "memagent" and c.lora_r == 0
+
+
+def test_toml_overrides_a_preset(tmp_path: Path) -> None:
+    f = tmp_path / "run.toml"
+    f.write_text('preset = "memagent"\nrl_steps = 3\n[data]\ncontracts = false\n')
+    c = load_config(f)
+    assert c.rl_steps == 3 and c.group_size == 16 and not c.data.contracts
+    assert c.data.curriculum == [(28_000, 1_000_000)]  # the preset's data keys survive a partial [data]
+
+
+def test_every_bad_field_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as e:
+        make_config({"preset": "small", "lora_r": -1, "group_size": 1, "bogus": 2})
+    message = str(e.value)
+    assert "3 setting(s) to fix" in message
+    for field in ("lora_r", "group_size", "bogus"):
+        assert field in message
+
+
+@pytest.mark.parametrize("raw, says", [
+    ({"sft_steps": 0, "rl_steps": 0}, "set one of them above 0"),
+    ({"eps_low": 0.3, "eps_high": 0.2}, "eps_high >= eps_low"),
+    ({"template_set": "nope"}, "choose one of"),
+    ({"data": {"synthetic_kinds": [], "contracts": False}}, "data selects nothing"),
+])
+def test_incoherent_configs_say_what_to_change(raw: dict, says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        make_config(raw)
+
+
+def test_unknown_preset_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown preset"):
+        make_config({"preset": "huge"})
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "missing.toml")
+
+
+def test_describe_has_help_for_every_field() -> None:
+    lines = describe(make_config({})).splitlines()
+    assert all("  # " in line and not line.endswith("# None") for line in lines)
+    assert any(line.startswith("data.curriculum") for line in lines)

@@ -1,0 +1,183 @@
+"""One typed training config: every field has help text, every bad value an error that says what
+to change. A run is SFT on oracle memory traces (optional warm start), then multi-conversation
+GRPO (optional); `sft_steps` and `rl_steps` select SFT alone, RL alone, or SFT then RL.
+
+Load a TOML file with `load_config(path)`; `preset = "small"` or `"memagent"` in it starts from a
+preset and the file's other keys override it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from inference.templates import TEMPLATE_SETS
+
+Kind = Literal["single-needle", "multi-needle", "multi-hop", "variable-tracking"]
+
+
+class DataConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    synthetic_kinds: list[Kind] = Field(
+        ["single-needle", "multi-needle", "multi-hop", "variable-tracking"],
+        description="RULER-style tasks planted in the training books; empty for none.",
+    )
+    curriculum: list[tuple[int, int]] = Field(
+        [(1024, 40), (2048, 1_000_000)],
+        description="Length curriculum for synthetic documents: (document tokens, up to which step), in "
+        "order; a step past the last bound uses the last length.",
+    )
+    contracts: bool = Field(True, description="Use the training split of the contracts' expert QA.")
+    contract_categories: list[str] = Field(
+        [], description="Only these contract question categories (e.g. 'Governing Law'); empty means all."
+    )
+    contract_max_tokens: int = Field(
+        8192, ge=256, description="Skip training contracts longer than this many tokens (CPU time)."
+    )
+    qa_files: list[Path] = Field([], description="JSON Lines files of {document, question, answers}.")
+    feedback: list[Path] = Field([], description="JSON Lines files from `longread feedback export`.")
+    mix_contracts: float = Field(
+        0.25, ge=0.0, le=1.0, description="Share of samples drawn from contracts/QA/feedback, the rest synthetic."
+    )
+
+    @model_validator(mode="after")
+    def _something(self) -> DataConfig:
+        if not (self.synthetic_kinds or self.contracts or self.qa_files or self.feedback):
+            raise ValueError("data selects nothing: enable synthetic_kinds, contracts, qa_files or feedback")
+        if not self.curriculum:
+            raise ValueError("curriculum needs at least one (document tokens, until step) stage")
+        return self
+
+
+class TrainConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # --- model -----------------------------------------------------------------------------------
+    model: str = Field("smollm2", description="`smollm2` (the bundled SmolLM2-135M) or a Hugging Face model folder.")
+    init_adapter: Path | None = Field(
+        None, description="Start from this LoRA adapter folder (e.g. an SFT run's adapter) instead of fresh adapters."
+    )
+    lora_r: int = Field(16, ge=0, description="LoRA rank; 0 trains every weight (needs memory for a reference copy).")
+    lora_alpha: int = Field(32, ge=1, description="LoRA scale numerator (scale = alpha / r).")
+    lora_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Dropout on the LoRA input.")
+    lora_targets: list[str] = Field(
+        ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        description="Module names that get adapters.",
+    )
+    # --- reading ---------------------------------------------------------------------------------
+    template_set: str = Field("chunk-first", description="Prompt templates the model learns (inference/templates.py).")
+    chunk_tokens: int = Field(512, ge=16, description="Document tokens per chunk (ship the model with the same).")
+    memory_tokens: int = Field(128, ge=8, description="Most tokens of each memory the agent writes.")
+    answer_tokens: int = Field(32, ge=4, description="Most tokens of the final answer.")
+    # --- schedule --------------------------------------------------------------------------------
+    sft_steps: int = Field(0, ge=0, description="Supervised steps on oracle memory traces first (0: no warm start).")
+    rl_steps: int = Field(100, ge=0, description="GRPO steps after the SFT phase (0: SFT alone).")
+    learning_rate: float = Field(1e-4, gt=0, description="Peak learning rate (AdamW); LoRA wants ~1e-4, full weights ~1e-6.")
+    sft_learning_rate: float = Field(3e-4, gt=0, description="Peak learning rate of the SFT phase.")
+    warmup_steps: int = Field(5, ge=0, description="Linear warm-up steps of each phase, then constant.")
+    weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
+    max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping by global norm.")
+    micro_batch_tokens: int = Field(
+        2048, ge=256, description="Tokens per forward/backward pass; a step accumulates as many as it needs. "
+        "Activation memory grows with it (~1.5 GB per 1,000 tokens for the 135M model in fp32); speed hardly does on a CPU."
+    )
+    sft_samples_per_step: int = Field(8, ge=1, description="Samples (whole oracle readings) per SFT step.")
+    # --- GRPO ------------------------------------------------------------------------------------
+    samples_per_step: int = Field(4, ge=1, description="Distinct samples (document, question) per RL step.")
+    group_size: int = Field(8, ge=2, description="Rollouts per sample (G); advantages are relative within a group.")
+    temperature: float = Field(
+        0.7, gt=0, description="Sampling temperature of the rollouts (log-probabilities are taken at the same "
+        "temperature). MemAgent samples its 7B/14B models at 1.0; SmolLM2-135M writes noise at 1.0.")
+    scale_advantage_by_std: bool = Field(False, description="Divide advantages by the group's std (GRPO) or not (MemAgent, Dr. GRPO).")
+    filter_equal_groups: bool = Field(True, description="Drop groups whose rollouts all earned the same reward (they carry no signal).")
+    eps_low: float = Field(0.2, gt=0, lt=1, description="Lower clip range of the probability ratio.")
+    eps_high: float = Field(0.28, gt=0, description="Upper clip range (DAPO's clip-higher: 0.28; PPO: 0.2).")
+    updates_per_batch: int = Field(1, ge=1, description="Optimizer passes over each batch of rollouts (>1 makes clipping active).")
+    kl_coef: float = Field(0.0, ge=0.0, description="β of the k3 KL to the reference (LoRA: the base with adapters off); 0 skips it.")
+    reward_rule: Literal["exact_match", "sub_em"] = Field("sub_em", description="How the final answer is scored.")
+    # --- bookkeeping -----------------------------------------------------------------------------
+    seed: int = Field(0, description="Seeds the data order, the sampling and the adapters' initialisation.")
+    save_every: int = Field(10, ge=1, description="Save adapter, optimizer and data position every this many steps.")
+    threads: int = Field(0, ge=0, description="torch threads; 0 keeps torch's default (all cores).")
+
+    @model_validator(mode="after")
+    def _coherent(self) -> TrainConfig:
+        if self.template_set not in TEMPLATE_SETS:
+            raise ValueError(f"template_set {self.template_set!r} is unknown; choose one of {', '.join(TEMPLATE_SETS)}")
+        if self.sft_steps == 0 and self.rl_steps == 0:
+            raise ValueError("sft_steps and rl_steps are both 0: set one of them above 0")
+        if self.lora_r == 0 and self.init_adapter is not None:
+            raise ValueError("init_adapter needs LoRA: set lora_r above 0 or remove init_adapter")
+        if self.eps_high < self.eps_low:
+            raise ValueError("eps_high below eps_low narrows the upper range: use eps_high >= eps_low (0.2-0.28)")
+        return self
+
+    data: DataConfig = Field(default_factory=DataConfig, description="What the samples are made of.")
+
+
+PRESETS: dict[str, dict] = {
+    # MemAgent's recipe (its verl launch script for the 7B/14B models): G=16, advantage = reward −
+    # group mean, KL low_var_kl β=1e-3, clip 0.2 both sides, lr 1e-6 after 20 warm-up steps, T=1.0,
+    # token-mean loss; 5000-token chunks, 1024-token memory, MemAgent's own prompt order. For GPUs.
+    "memagent": dict(
+        lora_r=0, template_set="memagent", chunk_tokens=5000, memory_tokens=1024, answer_tokens=1024,
+        learning_rate=1e-6, warmup_steps=20, group_size=16, samples_per_step=16, temperature=1.0,
+        scale_advantage_by_std=False, eps_low=0.2, eps_high=0.2, kl_coef=1e-3, reward_rule="exact_match",
+        rl_steps=400, micro_batch_tokens=65536,
+        data=dict(curriculum=[(28_000, 1_000_000)]),
+    ),
+    # The embedded default: SmolLM2-135M with LoRA on two CPU cores. Sized so that a step takes
+    # minutes, not hours: 512-token chunks as served, short documents first.
+    "small": dict(),
+}
+
+
+def load_config(path: Path | str) -> TrainConfig:
+    """A TOML file (optionally `preset = NAME` plus overrides) or a preset name."""
+    if str(path) in PRESETS:
+        return make_config({"preset": str(path)})
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file (or a preset: {', '.join(PRESETS)})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return make_config(raw, where=str(path))
+
+
+def make_config(raw: dict, where: str = "config") -> TrainConfig:
+    raw = dict(raw)
+    preset = raw.pop("preset", None)
+    if preset is not None and preset not in PRESETS:
+        raise ConfigError(f"{where}: unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    merged = {**PRESETS.get(preset, {}), **raw}
+    if isinstance(PRESETS.get(preset, {}).get("data"), dict) and isinstance(raw.get("data"), dict):
+        merged["data"] = {**PRESETS[preset]["data"], **raw["data"]}
+    try:
+        return TrainConfig(**merged)
+    except ValidationError as exc:
+        lines = [f"{where}: {len(exc.errors())} setting(s) to fix:"]
+        for e in exc.errors():
+            field = ".".join(str(p) for p in e["loc"]) or "config"
+            lines.append(f"  {field}: {e['msg']}" + (f" (got {e['input']!r:.60})" if "input" in e and e["loc"] else ""))
+        raise ConfigError("\n".join(lines)) from None
+
+
+class ConfigError(ValueError):
+    """A config that cannot run; the message lists every field to change."""
+
+
+def describe(config: TrainConfig) -> str:
+    """The config as TOML-ish lines with each field's help, for logs and the run folder."""
+    out = []
+    for name, field in type(config).model_fields.items():
+        if name != "data":
+            out.append(f"{name} = {getattr(config, name)!r}  # {field.description}")
+    for name, field in DataConfig.model_fields.items():
+        out.append(f"data.{name} = {getattr(config.data, name)!r}  # {field.description}")
+    return "\n".join(out)

@@ -1,0 +1,286 @@
+"""Evaluation: read tasks with a memory agent in batched passes and score the final answers.
+
+Reported per document length (held-out synthetic facts planted in a novel no training task reads)
+and per question category (held-out contracts), as sub-EM and exact match (training/verifier.py),
+with aggregate reading speed, as a Markdown table, a PNG plot and a JSON file of every case.
+Any model is evaluated the same way: the caller hands over a `MemoryAgent` on whatever engine
+(in-process base, merged adapter, served model), so numbers are comparable across models.
+
+Tasks of one document are read in the same batch (they share its chunking, and with the
+`chunk-first` template the engine can share the chunk's prompt prefix); batches are filled with
+documents of similar length so that no batch waits for one long document.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from inference.agent import MemoryAgent
+from training.tasks import Task, contract_tasks, synthetic_tasks
+from training.verifier import exact_match, sub_em
+
+DEFAULT_LENGTHS: tuple[int | None, ...] = (2048, 8192, 32768, 131072, None)  # None: the whole book
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    task_id: str
+    suite: str  # "synthetic", "contracts" or "cases"
+    group: str  # the row it counts in: a length label or a contract category
+    kind: str
+    doc_tokens: int
+    question: str
+    answers: tuple[str, ...]
+    answer: str  # what the agent answered (its last \boxed{}, else its whole output)
+    sub_em: bool
+    exact_match: bool
+    final_memory: str
+    chunks: int
+
+
+def length_label(doc_tokens: int | None) -> str:
+    """How a length is named in tables.
+
+    >>> length_label(2048), length_label(131072), length_label(None)
+    ('2K', '128K', 'book')
+    """
+    if doc_tokens is None:
+        return "book"
+    return f"{doc_tokens // 1024}K" if doc_tokens % 1024 == 0 else str(doc_tokens)
+
+
+def parse_lengths(spec: str) -> list[int | None]:
+    """'2048,8K,book' -> [2048, 8192, None]."""
+    out: list[int | None] = []
+    for part in (p.strip().lower() for p in spec.split(",") if p.strip()):
+        if part in ("book", "whole", "all"):
+            out.append(None)
+        elif m := re.fullmatch(r"(\d+)(k?)", part):
+            out.append(int(m[1]) * (1024 if m[2] else 1))
+        else:
+            raise ValueError(f"bad length {part!r}: use token counts like 2048 or 8K, or 'book'")
+    return out
+
+
+def batches(tasks: Sequence[Task], size: int) -> list[list[Task]]:
+    """Tasks packed into batches of at most `size`, one document's tasks together (split only when
+    a document has more than `size` questions), documents of similar length side by side."""
+    by_doc: dict[int, list[Task]] = {}
+    for t in tasks:
+        by_doc.setdefault(id(t.document), []).append(t)
+    groups = sorted(by_doc.values(), key=lambda g: len(g[0].document))
+    out: list[list[Task]] = []
+    for g in groups:
+        for i in range(0, len(g), size):
+            part = g[i : i + size]
+            if out and len(out[-1]) + len(part) <= size:
+                out[-1].extend(part)
+            else:
+                out.append(list(part))
+    return out
+
+
+def evaluate(
+    agent: MemoryAgent,
+    tasks: Sequence[Task],
+    suite: str,
+    group: Callable[[Task], str],
+    batch_size: int = 16,
+    progress: Callable[[str], None] | None = None,
+) -> list[CaseResult]:
+    """Read every task (greedy) and score it; results in the order of `tasks`."""
+    results: dict[str, CaseResult] = {}
+    done = 0
+    for batch in batches(tasks, batch_size):
+        trajectories = agent.read_batch([(t.question, t.document) for t in batch], temperature=0.0)
+        for t, tr in zip(batch, trajectories):
+            answer = tr.answer.answer if tr.answer else ""
+            memories = tr.memories
+            results[t.id] = CaseResult(
+                t.id, suite, group(t), t.kind, t.doc_tokens, t.question, t.answers, answer,
+                sub_em(answer, t.answers), exact_match(answer, t.answers), memories[-1] if memories else "",
+                len(memories),
+            )  # fmt: skip
+        done += len(batch)
+        if progress:
+            progress(f"{suite}: {done}/{len(tasks)} read")
+    return [results[t.id] for t in tasks]
+
+
+def score(results: Sequence[CaseResult]) -> dict[str, float]:
+    n = len(results)
+    return {
+        "n": n,
+        "sub_em": sum(r.sub_em for r in results) / n if n else 0.0,
+        "exact_match": sum(r.exact_match for r in results) / n if n else 0.0,
+    }
+
+
+def summarize(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
+    """One row per (suite, group, kind), plus an `all` row per group when it mixes kinds."""
+    keys: dict[tuple[str, str], list[CaseResult]] = {}
+    for r in results:
+        keys.setdefault((r.suite, r.group), []).append(r)
+    rows = []
+    for (suite, group), rs in keys.items():
+        kinds = sorted({r.kind for r in rs})
+        for kind in kinds:
+            sub = [r for r in rs if r.kind == kind]
+            rows.append({"suite": suite, "group": group, "kind": kind,
+                         "doc_tokens": round(sum(r.doc_tokens for r in sub) / len(sub)), **score(sub)})  # fmt: skip
+        if len(kinds) > 1:
+            rows.append({"suite": suite, "group": group, "kind": "all",
+                         "doc_tokens": round(sum(r.doc_tokens for r in rs) / len(rs)), **score(rs)})  # fmt: skip
+    return rows
+
+
+def markdown_table(rows: Sequence[dict[str, Any]], title: str = "") -> str:
+    lines = [f"**{title}**", ""] if title else []
+    lines += ["| set | length / category | kind | doc tokens | n | sub-EM | exact match |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['suite']} | {r['group']} | {r['kind']} | {r['doc_tokens']:,} | {r['n']} | "
+                     f"{r['sub_em']:.1%} | {r['exact_match']:.1%} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: Sequence[dict[str, Any]], path: Path, title: str = "") -> None:
+    """Left: synthetic sub-EM (solid) and exact match (dashed) against document length, one line per
+    kind; right: contracts per category. Either panel is left out when it has no rows."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    synthetic = [r for r in rows if r["suite"] == "synthetic"]
+    contracts = [r for r in rows if r["suite"] == "contracts" and r["kind"] != "all"]
+    panels = [p for p in (synthetic, contracts) if p]
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(6.5 * max(1, len(panels)), 4.2), squeeze=False)
+    i = 0
+    if synthetic:
+        ax = axes[0][i]
+        i += 1
+        for kind in dict.fromkeys(r["kind"] for r in synthetic):
+            pts = sorted((r["doc_tokens"], r["sub_em"], r["exact_match"]) for r in synthetic if r["kind"] == kind)
+            xs = [p[0] for p in pts]
+            line = ax.plot(xs, [p[1] for p in pts], marker="o", label=f"{kind} sub-EM")[0]
+            ax.plot(xs, [p[2] for p in pts], marker="x", linestyle="--", color=line.get_color(),
+                    label=f"{kind} exact")  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("document tokens (held-out novel)")
+        ax.set_ylabel("accuracy")
+        ax.set_title("planted facts")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    if contracts:
+        ax = axes[0][i]
+        labels = [r["group"] for r in contracts]
+        xs = range(len(labels))
+        ax.bar([x - 0.2 for x in xs], [r["sub_em"] for r in contracts], width=0.4, label="sub-EM")
+        ax.bar([x + 0.2 for x in xs], [r["exact_match"] for r in contracts], width=0.4, label="exact match")
+        ax.set_xticks(list(xs), [f"{lab}\n(n={r['n']})" for lab, r in zip(labels, contracts)], rotation=30,
+                      ha="right", fontsize=7)  # fmt: skip
+        ax.set_ylim(0, 1.02)
+        ax.set_title("held-out contracts")
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def facts_per_doc(doc_tokens: int | None, n: int) -> int:
+    """Questions planted per document: one per 4K tokens (up to n), so long documents are read once
+    for many questions (batched, chunk prefix shared) while short ones still vary their text."""
+    return n if doc_tokens is None else max(1, min(n, doc_tokens // 4096))
+
+
+def run(
+    agent: MemoryAgent,
+    out_dir: Path | None,
+    lengths: Sequence[int | None] = DEFAULT_LENGTHS,
+    n: int = 16,
+    kinds: Sequence[str] = ("single-needle",),
+    categories: Sequence[str] | None = None,
+    suites: Sequence[str] = ("synthetic", "contracts"),
+    seed: int = 0,
+    batch_size: int = 16,
+    label: str = "",
+    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+) -> dict[str, Any]:
+    """Held-out synthetic tasks at each length and held-out contracts: read, score, and write
+    results.json, table.md and plot.png into out_dir (when given). Returns the results object."""
+    tokenizer = agent.engine.tokenizer
+    results: list[CaseResult] = []
+    timing = []
+    for suite in suites:
+        if suite == "synthetic":
+            for doc_tokens in lengths:
+                tasks = synthetic_tasks(tokenizer, "held-out", doc_tokens, n, seed=seed, kinds=kinds,
+                                        facts_per_doc=facts_per_doc(doc_tokens, n))  # fmt: skip
+                results += _timed(agent, tasks, suite, lambda t, d=doc_tokens: length_label(d), batch_size, log,
+                                  timing, length_label(doc_tokens))  # fmt: skip
+        elif suite == "contracts":
+            tasks = contract_tasks("held-out", categories, tokenizer=tokenizer)
+            results += _timed(agent, tasks, suite, lambda t: t.kind.removeprefix("contract:"), batch_size, log,
+                              timing, "contracts")  # fmt: skip
+        else:
+            raise ValueError(f"unknown suite {suite!r}: synthetic or contracts")
+    rows = summarize(results)
+    config = {"label": label, "agent": asdict(agent.config), "engine": agent.engine.name,
+              "lengths": [length_label(x) for x in lengths], "n": n, "kinds": list(kinds),
+              "categories": list(categories or []), "suites": list(suites), "seed": seed}  # fmt: skip
+    out = {"config": config, "summary": rows, "timing": timing, "cases": [asdict(r) for r in results]}
+    if out_dir is not None:
+        write(out, Path(out_dir))
+    return out
+
+
+def _timed(agent: MemoryAgent, tasks: list[Task], suite: str, group: Callable[[Task], str], batch_size: int,
+           log: Callable[[str], None], timing: list, name: str) -> list[CaseResult]:  # fmt: skip
+    started = time.monotonic()
+    results = evaluate(agent, tasks, suite, group, batch_size, log)
+    seconds = time.monotonic() - started
+    read = sum(t.doc_tokens for t in tasks)
+    timing.append({"set": name, "questions": len(tasks), "seconds": round(seconds, 1),
+                   "document_tokens_read": read, "tokens_per_s": round(read / seconds, 1) if seconds else None})  # fmt: skip
+    log(f"{name}: {score(results)} in {seconds:.0f} s")
+    return results
+
+
+def write(out: dict[str, Any], out_dir: Path) -> None:
+    """results.json (everything), table.md (the table and speed), plot.png."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.json").write_text(json.dumps(out, indent=1, ensure_ascii=False), encoding="utf-8")
+    cfg = out["config"]
+    title = (f"{cfg['label'] or cfg['engine']}: template {cfg['agent']['template_set']}, chunk "
+             f"{cfg['agent']['chunk_tokens']}, memory {cfg['agent']['memory_tokens']}")  # fmt: skip
+    table = markdown_table(out["summary"], title)
+    if out.get("timing"):
+        table += "\n| set | questions | seconds | document tokens read (all questions) | tokens/s |\n|---|---|---|---|---|\n"
+        for t in out["timing"]:
+            table += (f"| {t['set']} | {t['questions']} | {t['seconds']} | {t['document_tokens_read']:,} | "
+                      f"{t['tokens_per_s']} |\n")  # fmt: skip
+    (out_dir / "table.md").write_text(table, encoding="utf-8")
+    plot(out["summary"], out_dir / "plot.png", title)
+
+
+def cases_json(results: Sequence[CaseResult], documents: Sequence[str]) -> dict[str, Any]:
+    """The `longread eval --cases FILE --json` object; `correct` is sub-EM (the evaluation metric)."""
+    s = score(results)
+    return {
+        "cases": [{"document": d, "question": r.question, "answer": r.answer, "correct": r.sub_em}
+                  for r, d in zip(results, documents)],  # fmt: skip
+        "sub_em": s["sub_em"],
+        "exact_match": s["exact_match"],
+    }
+

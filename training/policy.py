@@ -1,0 +1,111 @@
+"""The policy being trained: a causal LM with LoRA adapters (or all weights), and the one thing the
+trainer asks of it: log-probabilities of given completions after given prompts.
+
+A conversation is a `Row`: the prompt's token ids (the user message in the model's chat template,
+exactly as the engines render it) and the completion's token ids (stop token included).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import torch
+
+from training.algorithms import token_log_probs
+
+
+@dataclass
+class Row:
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    advantage: float = 0.0
+    #: the sampling policy's log-probabilities of the completion (set before the first update)
+    old_log_probs: torch.Tensor | None = field(default=None, repr=False)
+    ref_log_probs: torch.Tensor | None = field(default=None, repr=False)
+
+    @property
+    def tokens(self) -> int:
+        return len(self.prompt_ids) + len(self.completion_ids)
+
+
+def prompt_ids(tokenizer: Any, message: str) -> list[int]:
+    """Token ids of one user message in the chat template, ready for the answer (as the engines send it)."""
+    text = tokenizer.apply_chat_template([{"role": "user", "content": message}], tokenize=False,
+                                         add_generation_prompt=True)
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def target_ids(tokenizer: Any, text: str) -> list[int]:
+    """A supervised completion: the text's tokens and the stop token the engines stop at."""
+    return tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+
+
+def micro_batches(rows: Sequence[Row], max_tokens: int) -> Iterator[list[Row]]:
+    """Consecutive groups of rows whose padded size (rows × longest) stays within `max_tokens`;
+    a row longer than that goes alone. Sorting by length first keeps padding small."""
+    order = sorted(rows, key=lambda r: r.tokens)
+    batch: list[Row] = []
+    for row in order:
+        if batch and (len(batch) + 1) * max(row.tokens, batch[-1].tokens) > max_tokens:
+            yield batch
+            batch = []
+        batch.append(row)
+    if batch:
+        yield batch
+
+
+def completion_log_probs(model: Any, rows: Sequence[Row], pad_id: int, temperature: float = 1.0) -> list[torch.Tensor]:
+    """log p(completion token | everything before it) for each row, in one right-padded forward
+    pass, under the distribution the tokens were sampled from (logits ÷ `temperature`). The LM
+    head runs only on completion positions (the prompt's logits are never needed)."""
+    longest = max(r.tokens for r in rows)
+    ids = torch.full((len(rows), longest), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(rows), longest), dtype=torch.long)
+    for i, r in enumerate(rows):
+        seq = r.prompt_ids + r.completion_ids
+        ids[i, : len(seq)] = torch.tensor(seq)
+        attention[i, : len(seq)] = 1
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    hidden = base.model(input_ids=ids, attention_mask=attention).last_hidden_state
+    out = []
+    for i, r in enumerate(rows):
+        start = len(r.prompt_ids)
+        # position t predicts token t+1: the completion's tokens are predicted from start-1 .. end-2
+        h = hidden[i, start - 1 : start - 1 + len(r.completion_ids)]
+        logits = base.lm_head(h) / temperature
+        out.append(token_log_probs(logits, torch.tensor(r.completion_ids)))
+    return out
+
+
+def load_policy(model_path: Path, lora_r: int, lora_alpha: int, lora_dropout: float, targets: list[str],
+                init_adapter: Path | None, seed: int) -> tuple[Any, Any]:
+    """The model to train and its tokenizer. With `lora_r` > 0 only the adapters train (fresh,
+    seeded, or loaded from `init_adapter`); with 0 every weight does."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
+    if lora_r > 0:
+        from peft import LoraConfig, PeftModel, get_peft_model
+
+        torch.manual_seed(seed)
+        if init_adapter is not None:
+            model = PeftModel.from_pretrained(model, init_adapter, is_trainable=True)
+        else:
+            model = get_peft_model(model, LoraConfig(r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
+                                                     target_modules=targets, task_type="CAUSAL_LM"))
+    model.train()
+    return model, tokenizer
+
+
+def reference_log_probs(model: Any, rows: Sequence[Row], pad_id: int, reference: Any = None,
+                        temperature: float = 1.0) -> list[torch.Tensor]:
+    """The reference policy's log-probabilities: with LoRA, the same model with adapters off;
+    otherwise `reference`, a frozen copy of the starting weights."""
+    with torch.no_grad():
+        if reference is not None:
+            return completion_log_probs(reference, rows, pad_id, temperature)
+        with model.disable_adapter():
+            return completion_log_probs(model, rows, pad_id, temperature)

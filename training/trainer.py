@@ -1,0 +1,380 @@
+"""The training loop: optional SFT warm start on oracle memory traces, then multi-conversation GRPO.
+
+One RL step, as MemAgent trains (arXiv 2507.02259, §3) with DAPO's refinements:
+1. draw `samples_per_step` tasks (document, question, gold answers) for this step;
+2. read each `group_size` times with the current policy through our own agent (`read_batch`:
+   every rollout of every task advances in one batched engine call per chunk), sampling at
+   `temperature`; a rollout is its K chunk conversations and the final one;
+3. score only the final answer (rule-based verifier); advantage = reward − group mean (÷ std
+   optionally); groups whose rewards are all equal are dropped and counted;
+4. every generated token of every conversation of a rollout gets that rollout's advantage; the
+   loss is the token-level clipped surrogate (+ β·k3 KL to the reference), averaged over all
+   tokens of the step, accumulated over micro-batches of at most `micro_batch_tokens`.
+
+Departures from textbook PPO/GRPO, on purpose: no value model, no entropy bonus; by default one
+update per batch of rollouts (the sampling and trained policies are the same fp32 model, so the
+ratio is exactly 1 and clipping only acts with `updates_per_batch` > 1).
+
+Each step draws its tasks and seeds its sampling from (seed, step) alone, so the data position
+of a run is its step number: resuming needs only the adapter, the optimizer and that number.
+
+Under `accelerate launch` / torchrun (torch.distributed initialised), every process draws the same
+tasks and takes every world-th one (a group never straddles processes); the loss is normalised by
+the token count of the whole step across processes and the gradients are summed, so N processes
+make the same update as one process on the same batch. Only rank 0 writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from inference.agent import AgentConfig, MemoryAgent, Trajectory
+from inference.chunking import split_into_chunks
+from inference.engines.transformers_engine import TransformersEngine
+from training.algorithms import clipped_policy_loss, group_advantages, informative_groups, k3_kl
+from training.config import TrainConfig
+from training.policy import Row, completion_log_probs, load_policy, micro_batches, prompt_ids, \
+    reference_log_probs, target_ids
+from training.tasks import NO_EVIDENCE_MEMORY, Task, oracle_answer, oracle_memories
+from training.verifier import predicted_answer, reward, score
+
+Draw = Callable[[int, int], list[Task]]  # (step, how many) -> tasks for that step, deterministic
+
+CHECKPOINT = "checkpoint"
+FINAL_ADAPTER = "adapter"
+
+
+@dataclass
+class StepResult:
+    metrics: dict[str, Any]
+    sample: dict[str, Any] | None = None
+
+
+class Trainer:
+    def __init__(self, config: TrainConfig, run_dir: Path, model_path: Path, draw: Draw,
+                 log: Callable[[str], None] = print):
+        self.config = config
+        self.run_dir = Path(run_dir)
+        self.draw = draw
+        self.log = log
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        self.model, self.tokenizer = load_policy(
+            model_path, config.lora_r, config.lora_alpha, config.lora_dropout, config.lora_targets,
+            config.init_adapter, config.seed)
+        self.reference = None
+        if config.lora_r == 0 and config.kl_coef > 0:
+            self.reference, _ = load_policy(model_path, 0, 1, 0.0, [], None, config.seed)
+            self.reference.eval()
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(self.params, lr=config.learning_rate, weight_decay=config.weight_decay)
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        self.agent = MemoryAgent(
+            TransformersEngine.from_model(self.model, self.tokenizer, max_batch=64),
+            AgentConfig(config.chunk_tokens, config.memory_tokens, config.answer_tokens, config.template_set),
+        )
+        self.step = 0
+        self.dist = _distributed()
+        self.rank = self.dist.get_rank() if self.dist else 0
+        self.world = self.dist.get_world_size() if self.dist else 1
+
+    # --- the run -------------------------------------------------------------------------------
+
+    @property
+    def total_steps(self) -> int:
+        return self.config.sft_steps + self.config.rl_steps
+
+    def run(self, max_steps: int | None = None) -> None:
+        """Train to the end (or `max_steps` more steps), saving every `save_every` steps and at the end."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.rank == 0:
+            (self.run_dir / "config.json").write_text(self.config.model_dump_json(indent=2))
+        stop = self.total_steps if max_steps is None else min(self.total_steps, self.step + max_steps)
+        started, first = time.monotonic(), self.step
+        while self.step < stop:
+            t0 = time.monotonic()
+            result = self.sft_step() if self.step < self.config.sft_steps else self.rl_step()
+            self.step += 1
+            m = result.metrics
+            m.update(step=self.step, seconds=round(time.monotonic() - t0, 2), lr=self._lr(self.step - 1))
+            per_step = (time.monotonic() - started) / (self.step - first)
+            m["eta_s"] = round(per_step * (stop - self.step))
+            if self.rank == 0:
+                self._append("metrics.jsonl", m)
+                if result.sample:
+                    self._append("samples.jsonl", {"step": self.step, **result.sample})
+                self.log(progress_line(m, self.total_steps))
+            if (self.step % self.config.save_every == 0 or self.step == stop) and self.rank == 0:
+                self.save()
+        if self.step == self.total_steps and self.rank == 0:
+            self.save_adapter(self.run_dir / FINAL_ADAPTER)
+        if self.dist:
+            self.dist.barrier()
+
+    def _lr(self, step: int) -> float:
+        c = self.config
+        peak, local = (c.sft_learning_rate, step) if step < c.sft_steps else (c.learning_rate, step - c.sft_steps)
+        return peak * min(1.0, (local + 1) / (c.warmup_steps + 1))
+
+    # --- SFT -----------------------------------------------------------------------------------
+
+    def sft_rows(self, tasks: Sequence[Task]) -> list[Row]:
+        """Conversations of the oracle readings: every one where the memory gains evidence, one where
+        it must be kept as it is (drawn at random), and the final answer. Most chunks gain nothing,
+        so training on all of them would spend the CPU on copying."""
+        rows = []
+        for task in tasks:
+            rng = random.Random(f"{self._seed()}:{task.id}")
+            chunks = [c.text(task.document) for c in
+                      split_into_chunks(task.document, self.tokenizer, self.config.chunk_tokens)]
+            memories = oracle_memories(task, chunks)
+            previous: list[str | None] = [None, *memories[:-1]]
+            gains = [k for k in range(len(chunks)) if memories[k] != (previous[k] or NO_EVIDENCE_MEMORY)]
+            keeps = [k for k in range(len(chunks)) if k not in gains]
+            for k in sorted(gains + rng.sample(keeps, min(1, len(keeps)))):
+                (message,) = self.agent.update_messages([(task.question, previous[k], chunks[k])])
+                rows.append(Row(prompt_ids(self.tokenizer, message), target_ids(self.tokenizer, memories[k])))
+            (final,) = self.agent.final_messages([(task.question, memories[-1])])
+            rows.append(Row(prompt_ids(self.tokenizer, final), target_ids(self.tokenizer, oracle_answer(task))))
+        return rows
+
+    def sft_step(self) -> StepResult:
+        rows = self.sft_rows(self._mine(self.draw(self.step, self.config.sft_samples_per_step)))
+        total = self._sum(sum(len(r.completion_ids) for r in rows))
+        self._set_lr()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_sum = 0.0
+        t0 = time.monotonic()
+        for batch in micro_batches(rows, self.config.micro_batch_tokens):
+            log_probs = completion_log_probs(self.model, batch, self.pad_id)
+            loss = -sum(lp.sum() for lp in log_probs) / total
+            loss.backward()
+            loss_sum += loss.item()
+        grad_norm = self._optimizer_step()
+        tokens = self._sum(sum(r.tokens for r in rows))
+        return StepResult(dict(phase="sft", loss=round(self._sum(loss_sum), 4), conversations=int(self._sum(len(rows))),
+                               tokens=int(tokens),
+                               tokens_per_s=round(tokens / (time.monotonic() - t0), 1), grad_norm=grad_norm))
+
+    # --- RL ------------------------------------------------------------------------------------
+
+    def rollouts(self, tasks: Sequence[Task]) -> list[list[Trajectory]]:
+        """`group_size` sampled readings of each task, all advancing together."""
+        g = self.config.group_size
+        items = [(t.question, t.document) for t in tasks for _ in range(g)]
+        torch.manual_seed(self._seed())
+        trajectories = self.agent.read_batch(items, temperature=self.config.temperature)
+        return [trajectories[i * g:(i + 1) * g] for i in range(len(tasks))]
+
+    def rl_step(self) -> StepResult:
+        c = self.config
+        tasks = self._mine(self.draw(self.step, c.samples_per_step))
+        t0 = time.monotonic()
+        groups = self.rollouts(tasks)
+        rollout_s = time.monotonic() - t0
+        rewards = torch.tensor([[reward(t.answer.output, task.answers, c.reward_rule) for t in group]
+                                for task, group in zip(tasks, groups)])
+        exact = [score(predicted_answer(t.answer.output), task.answers, "exact_match")
+                 for task, group in zip(tasks, groups) for t in group]
+        advantages = group_advantages(rewards, c.scale_advantage_by_std)
+        keep = informative_groups(rewards) if c.filter_equal_groups else torch.ones(len(tasks), dtype=torch.bool)
+        rows = []
+        for gi in keep.nonzero().flatten().tolist():
+            for ri, trajectory in enumerate(groups[gi]):
+                for message, completion in zip(trajectory.messages, trajectory.completions):
+                    if completion.token_ids:
+                        rows.append(Row(prompt_ids(self.tokenizer, message), list(completion.token_ids),
+                                        advantage=float(advantages[gi, ri])))
+        generated = sum(len(comp.token_ids) for group in groups for t in group for comp in t.completions)
+        memories = [len(comp.token_ids) for group in groups for t in group for comp in t.completions[:-1]]
+        n = self._sum(rewards.numel())
+        metrics = dict(
+            phase="rl", reward=round(self._sum(rewards.sum().item()) / n, 4), accuracy=round(self._sum(sum(exact)) / n, 4),
+            groups=int(self._sum(len(tasks))), groups_filtered=int(self._sum(int((~keep).sum()))),
+            rollout_s=round(rollout_s, 1), generated_tokens=int(self._sum(generated)),
+            memory_tokens_mean=round(self._sum(sum(memories)) / max(1, self._sum(len(memories))), 1),
+            doc_tokens=max(t.doc_tokens for t in tasks),
+        )
+        metrics.update(self._policy_update(rows))
+        best = int(rewards.flatten().argmax())
+        t, task = groups[best // c.group_size][best % c.group_size], tasks[best // c.group_size]
+        sample = dict(question=task.question, gold=list(task.answers), memories=t.memories,
+                      answer=t.answer.answer, reward=float(rewards.flatten()[best]))
+        return StepResult(metrics, sample)
+
+    def _policy_update(self, rows: list[Row]) -> dict[str, Any]:
+        c = self.config
+        total = self._sum(sum(len(r.completion_ids) for r in rows))
+        if not total:  # every group filtered, on every process
+            self._set_lr()
+            return dict(loss=0.0, kl=0.0, clip_fraction=0.0, trained_tokens=0, tokens_per_s=0.0)
+        batches = list(micro_batches(rows, c.micro_batch_tokens))
+        if c.kl_coef > 0 or c.updates_per_batch > 1:
+            with torch.no_grad():
+                for batch in batches:
+                    if c.updates_per_batch > 1:
+                        for r, lp in zip(batch, completion_log_probs(self.model, batch, self.pad_id, c.temperature)):
+                            r.old_log_probs = lp
+                    if c.kl_coef > 0:
+                        for r, lp in zip(batch, reference_log_probs(self.model, batch, self.pad_id, self.reference,
+                                                                    c.temperature)):
+                            r.ref_log_probs = lp
+        t0 = time.monotonic()
+        loss_sum = kl_sum = clipped = 0.0
+        for _ in range(c.updates_per_batch):
+            self._set_lr()
+            self.optimizer.zero_grad(set_to_none=True)
+            loss_sum = kl_sum = clipped = 0.0
+            for batch in batches:
+                log_probs = completion_log_probs(self.model, batch, self.pad_id, c.temperature)
+                loss = torch.zeros(())
+                for r, lp in zip(batch, log_probs):
+                    old = r.old_log_probs if r.old_log_probs is not None else lp.detach()
+                    adv = torch.full_like(lp, r.advantage)
+                    pg, was_clipped = clipped_policy_loss(lp, old, adv, c.eps_low, c.eps_high)
+                    loss = loss + pg.sum()
+                    clipped += was_clipped.sum().item()
+                    if c.kl_coef > 0:
+                        kl = k3_kl(lp, r.ref_log_probs)
+                        loss = loss + c.kl_coef * kl.sum()
+                        kl_sum += kl.sum().item()
+                loss = loss / total
+                loss.backward()
+                loss_sum += loss.item()
+            grad_norm = self._optimizer_step()
+        tokens = int(self._sum(sum(r.tokens for r in rows)))
+        return dict(loss=round(self._sum(loss_sum), 5), kl=round(self._sum(kl_sum) / total, 6),
+                    clip_fraction=round(self._sum(clipped) / total, 4), trained_tokens=tokens, grad_norm=grad_norm,
+                    tokens_per_s=round(tokens * c.updates_per_batch / (time.monotonic() - t0), 1))
+
+    # --- shared --------------------------------------------------------------------------------
+
+    def _seed(self) -> int:
+        return self.config.seed * 1_000_003 + self.step
+
+    def _set_lr(self) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = self._lr(self.step)
+
+    def _mine(self, tasks: list[Task]) -> list[Task]:
+        """This process's share of the step's tasks (all of them without torch.distributed)."""
+        return tasks[self.rank :: self.world]
+
+    def _sum(self, value: float) -> float:
+        """`value` summed over every process."""
+        if not self.dist:
+            return value
+        t = torch.tensor(float(value), dtype=torch.float64)
+        self.dist.all_reduce(t)
+        return t.item()
+
+    def _optimizer_step(self) -> float:
+        if self.dist:  # each process's loss is already ÷ the global token count: summing gives the mean
+            for p in self.params:
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
+                self.dist.all_reduce(p.grad)
+        norm = torch.nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm)
+        self.optimizer.step()
+        return round(float(norm), 4)
+
+    def _append(self, name: str, record: dict[str, Any]) -> None:
+        with open(self.run_dir / name, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+    # --- saving and resuming -------------------------------------------------------------------
+
+    def save_adapter(self, folder: Path) -> None:
+        tmp = folder.with_name(folder.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        self.model.save_pretrained(tmp)
+        self.tokenizer.save_pretrained(tmp)
+        _replace(tmp, folder)
+
+    def save(self) -> None:
+        """Adapter (or weights), optimizer and step, written whole or not at all."""
+        tmp = self.run_dir / (CHECKPOINT + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        self.model.save_pretrained(tmp / "model")
+        torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
+        (tmp / "state.json").write_text(json.dumps({"step": self.step}))
+        _replace(tmp, self.run_dir / CHECKPOINT)
+        from training.plots import plot_metrics
+
+        plot_metrics(self.run_dir / "metrics.jsonl", self.run_dir / "curve.png")
+
+    def resume(self) -> None:
+        """Continue from the run folder's last checkpoint (metrics past it are dropped, then redone)."""
+        folder = self.run_dir / CHECKPOINT
+        if not folder.exists() and folder.with_name(CHECKPOINT + ".old").exists():  # stopped mid-replace
+            folder = folder.with_name(CHECKPOINT + ".old")
+        if not (folder / "state.json").is_file():
+            raise FileNotFoundError(f"{self.run_dir} has no checkpoint to resume from")
+        state = json.loads((folder / "state.json").read_text())
+        load_weights(self.model, folder / "model")
+        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt"))
+        self.step = state["step"]
+        for name in ("metrics.jsonl", "samples.jsonl"):
+            path = self.run_dir / name
+            if path.exists():
+                kept = [line for line in path.read_text().splitlines() if json.loads(line)["step"] <= self.step]
+                path.write_text("".join(line + "\n" for line in kept))
+
+
+def _distributed():  # noqa: ANN202 - torch.distributed, when a launcher started this process
+    import torch.distributed as dist
+
+    return dist if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1 else None
+
+
+def init_distributed() -> None:
+    """Join the process group that `accelerate launch` / torchrun describe in the environment
+    (gloo on the CPU, nccl on GPUs); nothing to do for a single process."""
+    import torch.distributed as dist
+
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+
+
+def load_weights(model: Any, folder: Path) -> None:
+    """Put saved adapters (or full weights) into `model` in place."""
+    if hasattr(model, "peft_config"):
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        set_peft_model_state_dict(model, load_file(folder / "adapter_model.safetensors"))
+    else:
+        from safetensors.torch import load_file
+
+        model.load_state_dict(load_file(folder / "model.safetensors"), strict=False)
+
+
+def _replace(tmp: Path, target: Path) -> None:
+    old = target.with_name(target.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if target.exists():
+        os.rename(target, old)
+    os.rename(tmp, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def progress_line(m: dict[str, Any], total: int) -> str:
+    eta = m.get("eta_s", 0)
+    head = f"step {m['step']}/{total} {m['phase']}"
+    if m["phase"] == "sft":
+        body = f"loss {m['loss']:.3f} · {m['conversations']} conversations"
+    else:
+        body = (f"reward {m['reward']:.3f} · accuracy {m['accuracy']:.3f} · loss {m['loss']:+.4f} · "
+                f"KL {m['kl']:.5f} · clip {m['clip_fraction']:.3f} · filtered {m['groups_filtered']}/{m['groups']}")
+    return (f"{head} · {body} · {m['tokens_per_s']:.0f} tok/s · {m['seconds']:.0f} s · "
+            f"ETA {int(eta) // 3600}h{int(eta) % 3600 // 60:02d}m")
+
