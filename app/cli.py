@@ -1,9 +1,10 @@
-"""`longread` command: serve, worker, migrate, ingest, ask, readings, checkpoints, cancel, retry, feedback,
+"""`longread` command: serve, worker, migrate, ingest, ask, readings, checkpoints, edit, cancel, retry, feedback,
 eval, train, models."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import asyncio
 import json
 import logging
@@ -13,8 +14,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.settings import Settings, get_settings
+
+if TYPE_CHECKING:  # the commands import what they need when they run: `longread --help` stays fast
+    from app.services.views import CheckpointView, ReadingView
 
 
 def _migrate(settings: Settings) -> None:
@@ -52,7 +57,7 @@ def _announce_health(settings: Settings, url: str, stopping: threading.Event, po
         try:
             with session_scope(settings.resolved_database_url) as s:
                 h = health(s)
-        except Exception:  # noqa: BLE001 - a database hiccup: ask again
+        except Exception:
             h = None
         # Before the first heartbeat the worker is still booting: nothing to say yet.
         if h is not None and not (said is None and h.engine_state == "none"):
@@ -131,7 +136,6 @@ def cmd_ingest(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     from app.services import readings
     from app.services.errors import NotFound
-    from app.services.runner import run_readings
 
     _migrate(settings)
     target = args.document
@@ -146,27 +150,157 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
                                            enqueue=False)]  # fmt: skip
     except (readings.ReadingError, NotFound) as exc:
         raise SystemExit(f"longread ask: {exc}") from None
+    _read_and_print(settings, ids, args.json)
+    return 0
+
+
+def _read_and_print(settings: Settings, ids: list[int], as_json: bool) -> None:
+    """Read the readings to the end in this process, then print them (`as_json`: one JSON object)."""
+    from app.services import readings
+    from app.services.runner import run_readings
+
     started = time.monotonic()
     run_readings(settings, ids)
     elapsed = time.monotonic() - started
-    out = []
-    for reading_id in ids:
-        r = readings.show(settings, reading_id)
-        out.append({
-            "question": r.question,
-            "answer": r.answer,
-            "status": r.status,
-            "checkpoints": [
-                {"step": c.step, "memory": c.memory, "start_char": c.start_char, "end_char": c.end_char}
-                for c in r.checkpoints
-            ],
-        })
-    if args.json:
+    out = [_reading_json(readings.show(settings, reading_id)) for reading_id in ids]
+    if as_json:
         print(json.dumps({"readings": out}, ensure_ascii=False))
     else:
         for r in out:
             print(f"Q: {r['question']}\nA: {r['answer']}\n   ({r['status']}, {len(r['checkpoints'])} chunks)")
         print(f"read in {elapsed:.1f} s", file=sys.stderr)
+
+
+def _checkpoint_json(c: CheckpointView) -> dict:
+    out = {"step": c.step, "memory": c.memory, "start_char": c.start_char, "end_char": c.end_char,
+           "origin": c.origin, "first_page": c.first_page, "last_page": c.last_page}  # fmt: skip
+    if c.chunk is not None:
+        out["chunk"] = c.chunk
+    return out
+
+
+def _reading_json(r: ReadingView, with_checkpoints: bool = True) -> dict:
+    """A reading as `ask --json`, `readings --json` and `checkpoints --json` print it."""
+    out = {"id": r.id, "document_id": r.document_id, "question": r.question, "answer": r.answer, "status": r.status,
+           "error": r.error, "model": r.model, "chunk_tokens": r.chunk_tokens, "memory_tokens": r.memory_tokens,
+           "steps": len(r.checkpoints), "total_chunks": r.total_chunks, "parent_reading_id": r.parent_reading_id,
+           "branched_at_step": r.branched_at_step,
+           "created_at": r.created_at.isoformat() if r.created_at else None}  # fmt: skip
+    if with_checkpoints:
+        out["checkpoints"] = [_checkpoint_json(c) for c in r.checkpoints]
+    return out
+
+
+def _reading_id(command: str, value: str) -> int:
+    if not value.isdigit():
+        raise SystemExit(f"longread {command}: {value!r} is not a reading id")
+    return int(value)
+
+
+def cmd_readings(settings: Settings, args: argparse.Namespace) -> int:
+    """A document's readings, newest first: id, status, question, answer."""
+    from app.services import readings
+    from app.services.errors import NotFound
+
+    _migrate(settings)
+    if not args.document.isdigit():
+        raise SystemExit(f"longread readings: {args.document!r} is not a document id")
+    try:
+        views = readings.document_readings(settings, int(args.document))
+    except NotFound as exc:
+        raise SystemExit(f"longread readings: {exc}") from None
+    if args.json:
+        rows = [_reading_json(r, with_checkpoints=False) for r in views]
+        print(json.dumps({"document_id": int(args.document), "readings": rows}, ensure_ascii=False))
+        return 0
+    for r in views:
+        steps = f"{len(r.checkpoints)}/{r.total_chunks}" if r.total_chunks else str(len(r.checkpoints))
+        answer = " ".join((r.answer or "").split())
+        branch = f" branch of #{r.parent_reading_id} at step {r.branched_at_step}" if r.parent_reading_id else ""
+        print(f"#{r.id} {r.status} ({steps} chunks){branch} Q: {' '.join(r.question.split())}"
+              + (f"\n   A: {answer}" if answer else "") + (f"\n   error: {r.error}" if r.error else ""))
+    return 0
+
+
+def cmd_checkpoints(settings: Settings, args: argparse.Namespace) -> int:
+    """Every checkpoint of a reading: step, origin, pages, characters and the memory (and the chunk read)."""
+    from app.services import readings
+    from app.services.errors import NotFound
+
+    _migrate(settings)
+    reading_id = _reading_id("checkpoints", args.reading)
+    try:
+        r = readings.show(settings, reading_id, with_chunks=args.with_chunks)
+    except NotFound as exc:
+        raise SystemExit(f"longread checkpoints: {exc}") from None
+    if args.json:
+        print(json.dumps({"reading_id": r.id, "checkpoints": [_checkpoint_json(c) for c in r.checkpoints]},
+                         ensure_ascii=False))  # fmt: skip
+        return 0
+    for c in r.checkpoints:
+        pages = f"page {c.first_page}" if c.first_page == c.last_page else f"pages {c.first_page}-{c.last_page}"
+        print(f"step {c.step} ({c.origin}, {pages}, characters {c.start_char}-{c.end_char})")
+        if c.chunk is not None:
+            print("  chunk:  " + c.chunk.replace("\n", "\n          "))
+        print("  memory: " + c.memory.replace("\n", "\n          "))
+    return 0
+
+
+def cmd_edit(settings: Settings, args: argparse.Namespace) -> int:
+    """Edit the memory at a step and resume from it: a new branch, read to the end in this process."""
+    import getpass
+
+    from app.services import readings
+    from app.services.errors import NotFound
+
+    _migrate(settings)
+    reading_id = _reading_id("edit", args.reading)
+    try:
+        who = getpass.getuser()
+    except (KeyError, OSError):  # no user name for this uid
+        who = None
+    try:
+        branch = readings.edit(settings, reading_id, args.step, args.memory, f"cli:{who}" if who else "cli",
+                               enqueue=False)  # fmt: skip
+    except (readings.ReadingError, NotFound) as exc:
+        raise SystemExit(f"longread edit: {exc}") from None
+    if not args.json:
+        print(f"branch {branch.id} of reading {reading_id} at step {args.step}", file=sys.stderr)
+    _read_and_print(settings, [branch.id], args.json)
+    return 0
+
+
+def cmd_cancel(settings: Settings, args: argparse.Namespace) -> int:
+    """Stop a queued or running reading (a worker's, or another `ask`); its checkpoints stay."""
+    from app.services import readings
+    from app.services.errors import NotFound
+
+    _migrate(settings)
+    try:
+        r = readings.cancel(settings, _reading_id("cancel", args.reading))
+    except NotFound as exc:
+        raise SystemExit(f"longread cancel: {exc}") from None
+    print(json.dumps(_reading_json(r, with_checkpoints=False)) if args.json else f"reading {r.id}: {r.status}")
+    return 0
+
+
+def cmd_retry(settings: Settings, args: argparse.Namespace) -> int:
+    """Resume a failed or cancelled reading after its last checkpoint: here, as `ask` reads, or
+    (`--queue`) by a worker."""
+    from app.services import readings
+    from app.services.errors import NotFound
+
+    _migrate(settings)
+    reading_id = _reading_id("retry", args.reading)
+    try:
+        r = readings.retry(settings, reading_id, enqueue=args.queue)
+    except (readings.ReadingError, NotFound) as exc:
+        raise SystemExit(f"longread retry: {exc}") from None
+    if args.queue:
+        print(json.dumps(_reading_json(r, with_checkpoints=False)) if args.json else
+              f"reading {r.id}: queued for a worker")  # fmt: skip
+        return 0
+    _read_and_print(settings, [reading_id], args.json)
     return 0
 
 
@@ -226,9 +360,10 @@ def _eval_settings(settings: Settings, args: argparse.Namespace) -> tuple[Settin
     model = updates.get("model", settings.model)
     label = f"served {args.openai_model or ''} at {args.openai_url}".replace("  ", " ") if args.openai_url else model
     if args.adapter:
-        from inference.models import resolve_model_path
-        from training.serving import merged_model
+        from inference.adapters import merged_model
+        from inference.models import base_of, resolve_model_path
 
+        model = base_of(model)
         base = resolve_model_path(model, settings.model_cache_dir)
         updates["model"] = str(merged_model(base, Path(args.adapter), settings.model_cache_dir / "merged"))
         label = f"{model} + {args.adapter}"
@@ -299,7 +434,10 @@ def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
     init_distributed()  # under `accelerate launch` / torchrun: one process per device
     from transformers import AutoTokenizer
 
-    source = TaskSource(config.data, AutoTokenizer.from_pretrained(model_path), config.seed)
+    from app.services.documents import document_text
+
+    lookup = functools.partial(document_text, settings)  # feedback lines name their document by id
+    source = TaskSource(config.data, AutoTokenizer.from_pretrained(model_path), config.seed, lookup)
     trainer = Trainer(config, run_dir, model_path, source.draw)
     if args.resume:
         trainer.resume()
@@ -322,7 +460,7 @@ def _models_table(settings: Settings, versions: list[dict]) -> str:
 
     rows = [("id", "name", "base", "adapter", "active", "key metrics (sub-EM)")]
     rows.append(("0", "base", settings.model, "-", "" if any(v["active"] for v in versions) else "*",
-                 "the untrained base (settings)"))
+                 "the settings' model (LONGREAD_MODEL)"))
     for v in versions:
         metrics = ", ".join(f"{k} {x:.0%}" for k, x in key_metrics(v["metrics"]).items()) or "-"
         rows.append((str(v["id"]), v["name"], v["base_model"], v["adapter_path"] or "-", "*" if v["active"] else "",
@@ -351,7 +489,7 @@ def cmd_models(settings: Settings, args: argparse.Namespace) -> int:
                     raise mv.ModelVersionError(f"{args.id!r} is not a version id (or 0 / base)")
                 v = mv.activate_version(s, target)
                 print(f"new readings use model version {v.id} {v.name!r}" if v else
-                      f"new readings use the untrained base ({settings.model})")  # fmt: skip
+                      f"new readings use the settings' model ({settings.model})")  # fmt: skip
                 return 0
             versions = [mv.version_dict(v) for v in mv.list_versions(s)]
     except (mv.ModelVersionError, NotFound) as exc:
@@ -403,6 +541,33 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--memory-tokens", type=int)
     ask.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     ask.set_defaults(func=cmd_ask)
+    rd = sub.add_parser("readings", help="a document's readings, newest first: status, question, answer")
+    rd.add_argument("document", metavar="DOCUMENT_ID")
+    rd.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    rd.set_defaults(func=cmd_readings)
+    cp = sub.add_parser("checkpoints", help="every checkpoint of a reading: the memory after each chunk")
+    cp.add_argument("reading", metavar="READING_ID")
+    cp.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    cp.add_argument("--with-chunks", action="store_true", help="add the text of the chunk each step read")
+    cp.set_defaults(func=cmd_checkpoints)
+    ed = sub.add_parser("edit", help="edit the memory at a step and resume from it: a new branch, read here",
+                        description="Makes a branch of the reading: it shares steps 1..K-1, has MEMORY as step K "
+                        "and reads on from chunk K+1 to a new answer, in this process as `ask` does. The original "
+                        "reading never changes; editing the last step only re-answers.")
+    ed.add_argument("reading", metavar="READING_ID")
+    ed.add_argument("--step", type=int, required=True, metavar="K", help="the step (1-based) whose memory to replace")
+    ed.add_argument("--memory", required=True, metavar="TEXT", help="the new memory at step K")
+    ed.add_argument("--json", action="store_true", help="print one JSON object on stdout (as `ask --json`)")
+    ed.set_defaults(func=cmd_edit)
+    cancel = sub.add_parser("cancel", help="stop a queued or running reading (its checkpoints stay)")
+    cancel.add_argument("reading", metavar="READING_ID")
+    cancel.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    cancel.set_defaults(func=cmd_cancel)
+    retry = sub.add_parser("retry", help="resume a failed or cancelled reading after its last checkpoint")
+    retry.add_argument("reading", metavar="READING_ID")
+    retry.add_argument("--queue", action="store_true", help="leave it to a worker instead of reading it here")
+    retry.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    retry.set_defaults(func=cmd_retry)
     fb = sub.add_parser(
         "feedback",
         help="judge a reading's answer, list its verdicts, or export them: feedback export FILE.jsonl",
@@ -442,7 +607,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "e.g. 'Governing Law'")
     ev.add_argument("--suites", default="synthetic,contracts", help="synthetic, contracts, or both")
     ev.add_argument("--seed", type=int, default=0, help="synthetic task seed (same seed, same tasks)")
-    ev.add_argument("--model", help="base model: 'smollm2' (bundled) or a Hugging Face folder (default: settings)")
+    ev.add_argument("--model", help="'smollm2-reader' (bundled, trained), 'smollm2' (bundled, untrained) or a "
+                    "Hugging Face folder (default: settings)")
     ev.add_argument("--adapter", metavar="DIR", help="a peft LoRA folder, merged into the base once and cached")
     ev.add_argument("--engine", choices=["vllm-local", "transformers", "openai"], help="default: settings")
     ev.add_argument("--openai-url", help="evaluate a served model at this OpenAI-compatible base URL")
@@ -478,7 +644,9 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--engine", choices=["vllm-local", "transformers", "openai"], help="default: settings")
     add.add_argument("--training-run", metavar="RUN_DIR", help="default: the adapter's parent when it is a run")
     add.add_argument("--activate", action="store_true", help="new readings use it from now on")
-    activate = models_sub.add_parser("activate", help="new readings use this version (0 or 'base': the untrained base)")
+    activate = models_sub.add_parser(
+        "activate", help="new readings use this version (0 or 'base': the settings' model, LONGREAD_MODEL)"
+    )
     activate.add_argument("id", metavar="ID")
     return parser
 

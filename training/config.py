@@ -39,7 +39,10 @@ class DataConfig(BaseModel):
         8192, ge=256, description="Skip training contracts longer than this many tokens (CPU time)."
     )
     qa_files: list[Path] = Field([], description="JSON Lines files of {document, question, answers}.")
-    feedback: list[Path] = Field([], description="JSON Lines files from `longread feedback export`.")
+    feedback: list[Path] = Field(
+        [], description="JSON Lines files from `longread feedback export` (documents found by id in the app's "
+        "database, or in the file with `--with-text`)."
+    )
     mix_contracts: float = Field(
         0.25, ge=0.0, le=1.0, description="Share of samples drawn from contracts/QA/feedback, the rest synthetic."
     )

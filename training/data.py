@@ -7,6 +7,7 @@ Synthetic tasks follow the length curriculum; contract, QA-file and feedback tas
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from training.config import DataConfig
@@ -30,7 +31,8 @@ def doc_tokens_at(curriculum: list[tuple[int, int]], step: int) -> int:
 class TaskSource:
     """`draw(step, n)`: the same n tasks for the same step, whoever asks and whenever (resumable)."""
 
-    def __init__(self, data: DataConfig, tokenizer: Any, seed: int):
+    def __init__(self, data: DataConfig, tokenizer: Any, seed: int, documents: Callable[[Any], str] | None = None):
+        """`documents` looks up a feedback line's document text by its id (the app's database)."""
         self.data, self.tokenizer, self.seed = data, tokenizer, seed
         self.pool: list[Task] = []  # the non-synthetic tasks, drawn uniformly
         if data.contracts:
@@ -40,7 +42,7 @@ class TaskSource:
         for path in data.qa_files:
             self.pool += cases_tasks(path)
         for path in data.feedback:
-            self.pool += feedback_tasks(path)
+            self.pool += feedback_tasks(path, documents)
 
     def draw(self, step: int, n: int) -> list[Task]:
         rng = random.Random(f"{self.seed}:{step}")

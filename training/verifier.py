@@ -64,22 +64,21 @@ def exact_match(prediction: str, golds: Sequence[str]) -> bool:
 
 
 def sub_em(prediction: str, golds: Sequence[str]) -> bool:
-    """Gold in prediction or prediction in gold, on normalised text; an empty side never matches.
+    """A gold answer appears in the prediction, on normalised text (RULER's string match). Not the
+    other way round: a prediction inside a gold would pay a partial answer in full (one of two codes,
+    or a single shared word), which RL then learns to give.
 
     >>> sub_em("governed by the laws of Delaware", ["Delaware"])
     True
-    >>> sub_em("Delaware", ["the State of Delaware"])
+    >>> sub_em("9484490", ["1635316, 9484490"])
+    False
+    >>> sub_em("Delaware", ["the State of Delaware", "Delaware"])
     True
     >>> sub_em("", ["Delaware"])
     False
     """
     p = normalize(prediction)
-    if not p:
-        return False
-    for g in map(normalize, golds):
-        if g and (g in p or p in g):
-            return True
-    return False
+    return bool(p) and any(g and g in p for g in map(normalize, golds))
 
 
 def score(prediction: str, golds: Sequence[str], rule: Rule) -> bool:

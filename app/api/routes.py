@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response, UploadFile, status
-from fastapi.responses import StreamingResponse
+from fastapi.responses import FileResponse, StreamingResponse
 from sqlalchemy.orm import Session
 
 from app.api.schemas import (
@@ -16,14 +16,17 @@ from app.api.schemas import (
     CheckpointOut,
     CheckpointsOut,
     DocumentOut,
+    EditIn,
     FeedbackIn,
     FeedbackOut,
     HealthOut,
     ReadingOut,
+    SourceOut,
+    StepOut,
     out,
 )
 from app.db import session_scope
-from app.services import documents, feedback, health, readings
+from app.services import documents, feedback, health, provenance, readings
 from app.settings import Settings
 
 router = APIRouter(prefix="/api")
@@ -73,6 +76,20 @@ def get_document(document_id: int, settings: SettingsDep) -> DocumentOut:
     return out(DocumentOut, documents.show_document(settings, document_id))
 
 
+@router.get(
+    "/documents/{document_id}/pages/{page}.png",
+    response_class=FileResponse,
+    responses={200: {"content": {"image/png": {}}, "description": "The page as a PNG image (108 dpi)"},
+               404: {"description": "No such document or page, or the document is not a PDF"},
+               422: {"description": "The page could not be rendered"}},
+)  # fmt: skip
+def get_page_image(document_id: int, page: int, settings: SettingsDep) -> FileResponse:
+    """Page `page` (1-based) of a PDF document as an image, rendered once and cached: the page a
+    provenance passage is printed on."""
+    path = documents.page_image(settings, document_id, page)
+    return FileResponse(path, media_type="image/png", headers={"Cache-Control": "private, max-age=86400"})
+
+
 @router.post("/documents/{document_id}/readings", status_code=status.HTTP_201_CREATED)
 def ask(document_id: int, body: AskIn, settings: SettingsDep) -> ReadingOut:
     (reading,) = readings.ask(settings, document_id, [body.question], body.chunk_tokens, body.memory_tokens)
@@ -94,6 +111,33 @@ def get_checkpoints(reading_id: int, settings: SettingsDep, with_chunks: bool = 
     """Every checkpoint of the reading, step by step; `with_chunks=true` adds the text of the chunk each read."""
     r = readings.show(settings, reading_id, with_chunks=with_chunks)
     return CheckpointsOut(reading_id=r.id, checkpoints=[out(CheckpointOut, c) for c in r.checkpoints])
+
+
+@router.get("/readings/{reading_id}/checkpoints/{step}")
+def get_step(reading_id: int, step: int, settings: SettingsDep) -> StepOut:
+    """One step with the text of its chunk and the memory before it: a timeline loads steps one at a time."""
+    return out(StepOut, readings.step(settings, reading_id, step))
+
+
+@router.get("/readings/{reading_id}/provenance")
+def get_provenance(reading_id: int, settings: SettingsDep) -> list[SourceOut]:
+    """For each sentence of the final memory and of the answer: the step where it entered the memory,
+    that step's pages, and the passage of its chunk that matches it best."""
+    return [out(SourceOut, x) for x in provenance.provenance(settings, reading_id)]
+
+
+@router.post("/readings/{reading_id}/branches", status_code=status.HTTP_201_CREATED)
+def edit(reading_id: int, body: EditIn, settings: SettingsDep) -> ReadingOut:
+    """Edit the memory at a step and resume from it: returns the new branch (queued), which shares the
+    reading's earlier steps, has the edited memory as that step and reads on from the next chunk. The
+    original reading never changes; editing the last step only re-answers."""
+    return out(ReadingOut, readings.edit(settings, reading_id, body.step, body.memory, edited_by="api"))
+
+
+@router.get("/readings/{reading_id}/branches")
+def list_branches(reading_id: int, settings: SettingsDep) -> list[ReadingOut]:
+    """Every branch made from the reading and from its branches (a tree: follow `parent_reading_id`), by id."""
+    return [out(ReadingOut, r) for r in readings.branches(settings, reading_id)]
 
 
 @router.post("/readings/{reading_id}/cancel")

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.services.feedback import MAX_ANSWER_CHARS, MAX_COMMENT_CHARS
 from app.services.readings import (
     MAX_CHUNK_TOKENS,
+    MAX_MEMORY_CHARS,
     MAX_MEMORY_TOKENS,
     MAX_QUESTION_CHARS,
     MIN_CHUNK_TOKENS,
@@ -78,7 +79,8 @@ class CheckpointOut(_Out):
     end_char: int
     first_page: int
     last_page: int
-    origin: str = Field(description="`agent`, or `edited` for a memory a person wrote")
+    origin: str = Field(description="`agent`, or `edited` for a memory a person wrote (a branch's first step)")
+    edited_by: str | None = Field(None, description="for an edited memory: who edited it")
     prompt_tokens: int
     completion_tokens: int
     seconds: float
@@ -112,8 +114,42 @@ class ReadingOut(_Out):
     memory_tokens: int
     template_set: str
     created_at: datetime | None
+    parent_reading_id: int | None = Field(None, description="a branch: the reading it was made from")
+    branched_at_step: int | None = Field(None, description="a branch: the step whose memory was edited")
     progress: Progress
     checkpoints: list[CheckpointOut]
+
+
+class StepOut(_Out):
+    """One step of a reading's timeline with its chunk's text, and the memory before it."""
+
+    reading_id: int
+    steps: int = Field(description="steps in the reading's timeline (a branch's shared steps included)")
+    checkpoint: CheckpointOut
+    previous_memory: str | None = Field(description="the memory at the step before; None at step 1")
+
+
+class SourceOut(_Out):
+    """Where one sentence of the final memory or of the answer came from."""
+
+    part: Literal["memory", "answer"]
+    sentence: str
+    step: int | None = Field(description="the step where it entered the memory and stayed; None: no memory held it")
+    origin: str | None = Field(description="`agent`, or `edited`: a person wrote the memory at that step")
+    first_page: int | None
+    last_page: int | None
+    passage_start: int | None = Field(description="the best-matching passage of that step's chunk: character "
+                                      "offsets in the document's text")
+    passage_end: int | None
+    passage: str | None
+    score: float = Field(description="share of the sentence's words found in the passage")
+
+
+class EditIn(BaseModel):
+    """Edit the memory at `step` and resume from it: a new branch reading."""
+
+    step: int = Field(ge=1, description="the step (1-based) whose memory is replaced")
+    memory: str = Field(min_length=1, max_length=MAX_MEMORY_CHARS)
 
 
 class CheckpointsOut(_Out):
@@ -124,7 +160,8 @@ class CheckpointsOut(_Out):
 class FeedbackIn(BaseModel):
     verdict: Literal["correct", "incorrect"]
     corrected_answer: str | None = Field(
-        None, max_length=MAX_ANSWER_CHARS, description="the right answer (for `incorrect`: what the model should have said)"
+        None, max_length=MAX_ANSWER_CHARS,
+        description="the right answer (for `incorrect`: what the model should have said)",
     )
     comment: str | None = Field(None, max_length=MAX_COMMENT_CHARS)
 

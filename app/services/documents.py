@@ -10,16 +10,19 @@ uploaded again are the same document (its readings are the reader's history), no
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db import session_scope
 from app.documents.base import ParseError, page_unit
+from app.documents.pages import SCALE as PAGE_SCALE
+from app.documents.pages import render_untrusted
 from app.documents.sandbox import DEFAULT_LIMITS, ParseLimits, parse_untrusted
-from app.documents.storage import store_blob
+from app.documents.storage import blob_path, store_blob
 from app.models import Document, DocumentStatus
 from app.services.errors import NotFound
 from app.services.llm import tokenizer_for
@@ -136,6 +139,15 @@ def show_document(settings: Settings, document_id: int, *, with_page_map: bool =
         return document_view(require_document(s, document_id), settings, with_page_map=with_page_map)
 
 
+def document_text(settings: Settings, document_id: int) -> str:
+    """A parsed document's text (NotFound if none or not parsed): what training reads for feedback."""
+    with session_scope(settings.resolved_database_url) as s:
+        text = require_document(s, document_id).text
+    if text is None:
+        raise NotFound(f"document {document_id} has no text (it was not parsed)")
+    return text
+
+
 def all_documents(settings: Settings) -> list[DocumentView]:
     """Every document, newest first, without page maps."""
     with session_scope(settings.resolved_database_url) as s:
@@ -210,3 +222,30 @@ def estimate_reading(token_count: int | None, settings: Settings, chunk_tokens: 
     update = (chunk + memory + PROMPT_OVERHEAD_TOKENS) * speed.prefill_s_per_token + memory * speed.decode_s_per_token
     final = (memory + PROMPT_OVERHEAD_TOKENS) * speed.prefill_s_per_token + settings.answer_tokens * speed.decode_s_per_token
     return ReadingEstimate(chunks, round(chunks * update + final, 1) if chunks else 0.0, settings.engine, speed.basis)
+
+
+# ---------------------------------------------------------------------------------------------
+# A PDF page as an image (provenance shows the page beside the passage)
+# ---------------------------------------------------------------------------------------------
+
+
+def page_image(settings: Settings, document_id: int, page: int) -> Path:
+    """The PNG of page `page` (1-based) of the document's own stored PDF, rendered once (in a limited
+    child process) and cached under the data directory. NotFound if there is no such document, it is
+    not a PDF, or it has no such page; PageRenderError if PDFium cannot render the page."""
+    with session_scope(settings.resolved_database_url) as s:
+        doc = require_document(s, document_id)
+        fmt, sha256, pages = doc.format, doc.sha256, len(doc.page_starts or [])
+    if fmt != "pdf":
+        raise NotFound(f"document {document_id} is not a PDF: it has no page images")
+    if not 1 <= page <= pages:
+        raise NotFound(f"document {document_id} has no page {page} (it has {pages})")
+    if not re.fullmatch(r"[0-9a-f]{64}", sha256 or ""):  # the stored name is a hash, never a client's path
+        raise NotFound(f"document {document_id} has no stored PDF")
+    src = blob_path(settings.blob_dir, sha256)
+    if not src.is_file():
+        raise NotFound(f"document {document_id} has no stored PDF")
+    dest = settings.data_dir / "pages" / sha256 / f"{page}@{PAGE_SCALE}.png"
+    if not dest.is_file():
+        render_untrusted(src, page, dest)
+    return dest

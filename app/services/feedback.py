@@ -29,6 +29,9 @@ from app.settings import Settings
 MAX_ANSWER_CHARS = 4000
 MAX_COMMENT_CHARS = 4000
 VERDICTS = tuple(v.value for v in Verdict)
+#: Characters that Python's str.splitlines() (and some JSON Lines readers) take for line ends but
+#: json.dumps(ensure_ascii=False) leaves raw inside strings: escaped, so that a line stays one line.
+_LINE_BREAKS = str.maketrans({c: f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"})
 
 
 class FeedbackError(ValueError):
@@ -63,6 +66,8 @@ def _text(value: str | None, name: str, limit: int) -> str | None:
     if not isinstance(value, str):
         raise FeedbackError(f"{name} must be text")
     value = value.strip()
+    if "\x00" in value:
+        raise FeedbackError(f"{name} must not contain NUL characters")
     if len(value) > limit:
         raise FeedbackError(f"{name} may have at most {limit:,} characters (got {len(value):,})")
     return value or None
@@ -147,7 +152,7 @@ def export_lines(settings: Settings, *, with_text: bool = False) -> Iterator[str
     """The export as JSON Lines, one line (ending in a newline) per judged reading. The rows are read
     in one transaction before the first line is given out."""
     for row in export_rows(settings, with_text=with_text):
-        yield json.dumps(row, ensure_ascii=False) + "\n"
+        yield json.dumps(row, ensure_ascii=False).translate(_LINE_BREAKS) + "\n"
 
 
 def export_file(settings: Settings, path: Path, *, with_text: bool = False) -> int:

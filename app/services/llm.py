@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from app.settings import Settings
 from inference.engines.base import Engine
-from inference.models import resolve_model_path
+from inference.models import base_of, resolve_model_path
 
 _ENGINE_FIELDS = (
     "engine", "model", "model_cache_dir", "tokenizer", "openai_base_url", "openai_model", "openai_api_key",
@@ -112,6 +112,6 @@ def _tokenizer(name_or_path: str):  # noqa: ANN202 - a Hugging Face tokenizer
 
 def tokenizer_for(settings: Settings):  # noqa: ANN201
     """The serving model's tokenizer: LONGREAD_TOKENIZER, else the model folder's."""
-    source = settings.tokenizer or str(resolve_model_path(settings.model, settings.model_cache_dir))
+    source = settings.tokenizer or str(resolve_model_path(base_of(settings.model), settings.model_cache_dir))
     return _tokenizer(source)
 

@@ -2,12 +2,12 @@
 
 A version is a base model, optionally with a peft LoRA adapter trained on it, with the template set
 and chunk/memory sizes it was trained for and its `longread eval` metrics. At most one is active;
-new readings record it and are read with its weights. None active means the settings' model (the
-untrained base). Readings keep the version they were created with, so a reading in flight finishes
+new readings record it and are read with its weights. None active means the settings' model
+(LONGREAD_MODEL). Readings keep the version they were created with, so a reading in flight finishes
 on the weights it began with however often the active version changes.
 
 Serving a version (`serving_settings`): an adapter is merged into its base once and cached under
-MODEL_CACHE_DIR/merged (training/serving.py), and that folder is the model of the `transformers`
+MODEL_CACHE_DIR/merged (inference/adapters.py), and that folder is the model of the `transformers`
 and `vllm-local` engines. With the `openai` engine the weights live on the server: the version's
 name is the served model name to request (e.g. vLLM's `--lora-modules NAME=ADAPTER_DIR` or
 `--served-model-name NAME`).
@@ -26,7 +26,7 @@ from app.db import session_scope
 from app.models import ModelVersion
 from app.services.errors import NotFound
 from app.settings import Settings
-from inference.models import BUNDLED
+from inference.models import BUNDLED, READER
 from inference.templates import TEMPLATE_SETS
 
 ENGINES = ("vllm-local", "transformers", "openai")
@@ -65,7 +65,7 @@ def register_version(
         if not (adapter_path / "adapter_config.json").is_file():
             raise ModelVersionError(f"{adapter_path} is not a peft LoRA adapter folder (no adapter_config.json)"
                                     + _adapter_hint(adapter_path))
-    if base_model != BUNDLED and Path(base_model).expanduser().is_dir():  # found from any working directory
+    if base_model not in (BUNDLED, READER) and Path(base_model).expanduser().is_dir():  # found from any working directory
         base_model = str(Path(base_model).expanduser().resolve())
     version = ModelVersion(
         name=name, base_model=base_model, adapter_path=str(adapter_path) if adapter_path else None, engine=engine,
@@ -110,7 +110,7 @@ def activate_version(session: Session, version_id: int | None) -> ModelVersion |
 
 
 def active_version(session: Session) -> ModelVersion | None:
-    """The active version; None means the settings' model (the untrained base)."""
+    """The active version; None means the settings' model (LONGREAD_MODEL)."""
     return session.scalar(select(ModelVersion).where(ModelVersion.active.is_(True)).order_by(ModelVersion.id))
 
 
@@ -124,10 +124,10 @@ def serving_settings(settings: Settings, version: ModelVersion | None) -> Settin
     if engine == "openai":
         updates["openai_model"] = version.name
     elif version.adapter_path:
-        from inference.models import resolve_model_path
-        from training.serving import merged_model  # imports torch and peft: only when serving an adapter
+        from inference.adapters import merged_model  # imports torch and peft: only when serving an adapter
+        from inference.models import base_of, resolve_model_path
 
-        base = resolve_model_path(version.base_model, settings.model_cache_dir)
+        base = resolve_model_path(base_of(version.base_model), settings.model_cache_dir)
         updates["model"] = str(merged_model(base, Path(version.adapter_path), settings.model_cache_dir / "merged"))
     return Settings(**{**settings.model_dump(), **updates})
 

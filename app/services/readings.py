@@ -1,9 +1,10 @@
 """Readings, the records: one question on one document, and what a person does with it (ask,
-cancel, retry, look at it). The runner that advances readings is app/services/runner.py.
+cancel, retry, edit a memory and resume from it, look at it). The runner that advances readings is
+app/services/runner.py.
 
 Each action is one function here that validates, commits and enqueues after the commit, and the
-API, the UI and the CLI all call that same function: `ask`, `cancel`, `retry`, `show`,
-`document_readings`. They return detached views (app/services/views.py). The session-level
+API, the UI and the CLI all call that same function: `ask`, `cancel`, `retry`, `edit`, `show`,
+`branches`, `document_readings`. They return detached views (app/services/views.py). The session-level
 helpers below them (`create_readings`, `require_reading`, …) are for services and tests that
 already hold a session.
 """
@@ -14,11 +15,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from app.db import session_scope
-from app.models import Document, DocumentStatus, Reading, ReadingStatus, utcnow
+from app.documents.base import page_unit
+from app.models import Checkpoint, Document, DocumentStatus, Reading, ReadingStatus, utcnow
 from app.queue import request_reading_pass
 from app.services.errors import NotFound
 from app.services.models import active_version
-from app.services.views import ReadingView, reading_view
+from app.services.views import ReadingView, StepView, checkpoint_view, reading_view
 from app.settings import Settings
 from inference.agent import AgentConfig
 
@@ -28,6 +30,8 @@ MIN_MEMORY_TOKENS, MAX_MEMORY_TOKENS = 8, 16_000
 MAX_QUESTION_CHARS = 4000
 #: questions asked together (they are read in one pass)
 MAX_QUESTIONS = 64
+#: an edited memory, in characters (the agent's own are at most memory_tokens tokens)
+MAX_MEMORY_CHARS = 20_000
 
 
 class ReadingError(ValueError):
@@ -56,7 +60,23 @@ def check_questions(questions: list[str]) -> list[str]:
     for q in questions:
         if len(q) > MAX_QUESTION_CHARS:
             raise ReadingError(f"a question may have at most {MAX_QUESTION_CHARS:,} characters (got {len(q):,})")
+        if "\x00" in q:
+            raise ReadingError("a question must not contain NUL characters")
     return questions
+
+
+def check_memory(memory: object) -> str:
+    """An edited memory, stripped; ReadingError if it is not text, empty, too long or holds NULs."""
+    if not isinstance(memory, str):
+        raise ReadingError("the memory must be text")
+    memory = memory.strip()
+    if not memory:
+        raise ReadingError("the edited memory must not be empty")
+    if len(memory) > MAX_MEMORY_CHARS:
+        raise ReadingError(f"the edited memory may have at most {MAX_MEMORY_CHARS:,} characters (got {len(memory):,})")
+    if "\x00" in memory:
+        raise ReadingError("the edited memory must not contain NUL characters")
+    return memory
 
 
 def create_readings(
@@ -117,6 +137,48 @@ def retry_reading(session: Session, reading_id: int) -> Reading:
     return r
 
 
+def branch_reading(session: Session, reading_id: int, step: int, memory: str, edited_by: str | None = None) -> Reading:
+    """A new queued reading that shares `reading_id`'s steps before `step`, has `memory` as its own
+    checkpoint at `step` (origin `edited`) and reads on from the next chunk (flushed, not committed).
+    The original and its checkpoints are not touched; editing the last step only re-answers."""
+    memory = check_memory(memory)
+    parent = require_reading(session, reading_id)
+    steps = parent.timeline()
+    if isinstance(step, bool) or not isinstance(step, int) or not 1 <= step <= len(steps):
+        have = f"steps 1 to {len(steps)}" if steps else "no checkpoint yet"
+        raise ReadingError(f"reading {reading_id} has {have}: it has no step {step} to edit")
+    edited = steps[step - 1]
+    branch = Reading(
+        document_id=parent.document_id, question=parent.question, model=parent.model,
+        model_version_id=parent.model_version_id, chunk_tokens=parent.chunk_tokens,
+        memory_tokens=parent.memory_tokens, answer_tokens=parent.answer_tokens, template_set=parent.template_set,
+        parent_reading_id=parent.id, branched_at_step=step, cursor=step, total_chunks=parent.total_chunks,
+    )  # fmt: skip
+    session.add(branch)
+    session.flush()
+    session.add(Checkpoint(
+        reading_id=branch.id, step=step, memory=memory, start_token=edited.start_token, end_token=edited.end_token,
+        start_char=edited.start_char, end_char=edited.end_char, first_page=edited.first_page,
+        last_page=edited.last_page, origin="edited", edited_by=(edited_by or "")[:200] or None, prompt_tokens=0,
+        completion_tokens=0, seconds=0.0,
+    ))  # fmt: skip
+    session.flush()
+    session.refresh(branch)
+    return branch
+
+
+def descendants(session: Session, reading_id: int) -> list[Reading]:
+    """The reading's branches, their branches, and so on, by id; NotFound if there is no such reading."""
+    require_reading(session, reading_id)
+    found: list[Reading] = []
+    frontier = [reading_id]
+    while frontier:
+        children = list(session.scalars(select(Reading).where(Reading.parent_reading_id.in_(frontier))))
+        found += children
+        frontier = [c.id for c in children]
+    return sorted(found, key=lambda r: r.id)
+
+
 def require_reading(session: Session, reading_id: int) -> Reading:
     """The reading, or NotFound."""
     r = session.get(Reading, reading_id)
@@ -174,10 +236,43 @@ def retry(settings: Settings, reading_id: int, *, enqueue: bool = True) -> Readi
     return view
 
 
+def edit(settings: Settings, reading_id: int, step: int, memory: str, edited_by: str | None = None, *,
+         enqueue: bool = True) -> ReadingView:
+    """Edit the memory at `step` and resume from it: a new branch reading (returned), committed, then
+    a worker asked to read it (`enqueue=False`: the caller reads it, as `longread edit` does)."""
+    with session_scope(settings.resolved_database_url) as s:
+        view = reading_view(branch_reading(s, reading_id, step, memory, edited_by), settings.stale_after_s)
+    if enqueue:
+        request_reading_pass(settings)
+    return view
+
+
+def branches(settings: Settings, reading_id: int) -> list[ReadingView]:
+    """Every branch made from the reading, and branches of those (a tree: follow parent_reading_id), by id."""
+    with session_scope(settings.resolved_database_url) as s:
+        return [reading_view(r, settings.stale_after_s) for r in descendants(s, reading_id)]
+
+
 def show(settings: Settings, reading_id: int, *, with_chunks: bool = False) -> ReadingView:
     """A reading with its checkpoints (`with_chunks`: and the text of the chunk each one read); NotFound if none."""
     with session_scope(settings.resolved_database_url) as s:
         return reading_view(require_reading(s, reading_id), settings.stale_after_s, with_chunks=with_chunks)
+
+
+def step(settings: Settings, reading_id: int, k: int) -> StepView:
+    """Step `k` (1-based) of the reading's timeline with the text of the chunk it read and the memory
+    before it: one step's text at a time, so that a reading of hundreds of steps stays light."""
+    with session_scope(settings.resolved_database_url) as s:
+        r = require_reading(s, reading_id)
+        steps = r.timeline()
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(steps):
+            have = f"steps 1 to {len(steps)}" if steps else "no checkpoint yet"
+            raise ReadingError(f"reading {reading_id} has {have}: no step {k}")
+        chosen = checkpoint_view(steps[k - 1], r.document.text or "")
+        return StepView(reading_id=r.id, steps=len(steps), checkpoint=chosen,
+                        previous_memory=steps[k - 2].memory if k > 1 else None, page_unit=page_unit(r.document.format),
+                        page_labels=list(r.document.page_labels or []), parent_reading_id=r.parent_reading_id,
+                        branched_at_step=r.branched_at_step)  # fmt: skip
 
 
 def document_readings(settings: Settings, document_id: int) -> list[ReadingView]:

@@ -116,7 +116,9 @@ def _claim(settings: Settings, engines: EngineOf, ids: list[int] | None, limit: 
                 chunk_cache[key] = split_into_chunks(r.document.text or "", engine.tokenizer, r.chunk_tokens)
             r.total_chunks = len(chunk_cache[key])
             r.started_at = r.started_at or now
-            memory = r.checkpoints[-1].memory if r.checkpoints else None
+            # The memory to read on from: the last step, a branch's edited one included (Reading.timeline).
+            steps = r.timeline()
+            memory = steps[-1].memory if steps else None
             claimed.append(_Live(r.id, _agent_config(r), version_id, engine, r.question, r.document.text or "",
                                  r.document.page_starts, chunk_cache[key], r.cursor, memory))
     return claimed

@@ -7,6 +7,8 @@ computes anything of its own, and nothing here touches the database after the se
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -58,8 +60,9 @@ def reading_progress(r: Reading, stale_after_s: float | None = None, now: dateti
     if r.created_at:
         elapsed = ((_aware(r.finished_at) if r.finished_at else now) - _aware(r.created_at)).total_seconds()
     eta = None
-    if r.total_chunks is not None and r.checkpoints and not r.finished_at and running and not stalled:
-        per_step = sum(c.seconds for c in r.checkpoints) / len(r.checkpoints)
+    read = [c for c in r.checkpoints if c.origin != "edited"]  # a branch's edited step took no reading
+    if r.total_chunks is not None and read and not r.finished_at and running and not stalled:
+        per_step = sum(c.seconds for c in read) / len(read)
         eta = per_step * (r.total_chunks - r.cursor)
     return ProgressView(step=r.cursor, total=r.total_chunks, elapsed_s=elapsed,
                         reading_s=reading if r.started_at else None,
@@ -77,6 +80,8 @@ class CheckpointView:
     last_page: int
     #: `agent`, or `edited` for a memory a person wrote
     origin: str
+    #: for an edited memory: who edited it
+    edited_by: str | None
     prompt_tokens: int
     completion_tokens: int
     seconds: float
@@ -89,6 +94,7 @@ def checkpoint_view(c: Checkpoint, text: str | None = None) -> CheckpointView:
     """`text`: the document's text, to include the chunk the agent read."""
     return CheckpointView(step=c.step, memory=c.memory, start_char=c.start_char, end_char=c.end_char,
                           first_page=c.first_page, last_page=c.last_page, origin=c.origin or "agent",
+                          edited_by=c.edited_by,
                           prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens, seconds=c.seconds,
                           created_at=c.created_at,
                           chunk=None if text is None else text[c.start_char : c.end_char])  # fmt: skip
@@ -110,7 +116,11 @@ class ReadingView:
     cursor: int
     total_chunks: int | None
     created_at: datetime | None
+    #: a branch: the reading it was made from, and the step whose memory was edited
+    parent_reading_id: int | None
+    branched_at_step: int | None
     progress: ProgressView
+    #: every step as this reading sees it: a branch's shared steps (its ancestors') included
     checkpoints: list[CheckpointView]
 
 
@@ -120,8 +130,9 @@ def reading_view(r: Reading, stale_after_s: float | None = None, with_chunks: bo
                        answer=r.answer, final_output=r.final_output, error=r.error, model=r.model,
                        chunk_tokens=r.chunk_tokens, memory_tokens=r.memory_tokens, template_set=r.template_set,
                        cursor=r.cursor or 0, total_chunks=r.total_chunks, created_at=r.created_at,
+                       parent_reading_id=r.parent_reading_id, branched_at_step=r.branched_at_step,
                        progress=reading_progress(r, stale_after_s),
-                       checkpoints=[checkpoint_view(c, text) for c in r.checkpoints])  # fmt: skip
+                       checkpoints=[checkpoint_view(c, text) for c in r.timeline()])  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -180,3 +191,41 @@ def document_view(d: Document, settings: Settings | None = None, with_page_map: 
                         page_unit=document_page_unit(d), char_count=d.char_count, token_count=d.token_count,
                         created_at=d.created_at, estimate=estimate,
                         page_map=[PageView(**p) for p in page_map(d)] if with_page_map else None)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StepView:
+    """One step of a reading's timeline, for moving through it: the chunk the agent read (its text),
+    the memory it wrote, and the memory before it (step k-1; None at step 1)."""
+
+    reading_id: int
+    #: steps in the reading's timeline (a branch's shared steps included)
+    steps: int
+    checkpoint: CheckpointView
+    previous_memory: str | None
+    #: `page` or `section`, and each page's label (PDF) or section's heading: where the chunk came from
+    page_unit: str
+    page_labels: list[str]
+    #: a branch: the reading it was made from, and the step whose memory was edited
+    parent_reading_id: int | None
+    branched_at_step: int | None
+
+
+#: words, runs of whitespace, and each punctuation mark on its own ("logged," is "logged" and ",")
+_WORDS = re.compile(r"\s+|\w+|[^\w\s]")
+
+
+def word_diff(old: str | None, new: str) -> list[tuple[str, str | None]]:
+    """`new` against `old`, word by word: (text, None) kept, (text, "+") added, (text, "-") dropped,
+    in reading order (a dropped run comes before what replaced it). Whitespace stays with the text."""
+    a, b = _WORDS.findall(old or ""), _WORDS.findall(new)
+    out: list[tuple[str, str | None]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append(("".join(b[j1:j2]), None))
+            continue
+        if op in ("delete", "replace"):
+            out.append(("".join(a[i1:i2]), "-"))
+        if op in ("insert", "replace"):
+            out.append(("".join(b[j1:j2]), "+"))
+    return [(text, kind) for text, kind in out if text]

@@ -4,6 +4,7 @@ commits and enqueues); the UI only shows the views they return."""
 
 from __future__ import annotations
 
+import bisect
 import html
 import string
 from collections.abc import Callable
@@ -12,13 +13,13 @@ from pathlib import Path
 import gradio as gr
 
 from app.db import session_scope
-from app.services import documents, feedback, health, readings
+from app.services import documents, feedback, health, provenance, readings
 from app.services.documents import UploadError
 from app.services.errors import NotFound
 from app.services.feedback import FeedbackView
 from app.services.health import Health
 from app.services.readings import MAX_CHUNK_TOKENS, MAX_MEMORY_TOKENS, MIN_CHUNK_TOKENS, MIN_MEMORY_TOKENS
-from app.services.views import QUEUED, DocumentView, ProgressView, ReadingView
+from app.services.views import QUEUED, DocumentView, ProgressView, ReadingView, StepView, word_diff
 from app.settings import Settings
 
 ACTIVE = {"queued", "running"}
@@ -135,7 +136,10 @@ def describe_feedback(views: list[FeedbackView], note: str = "") -> str:
     return "\n".join(lines)
 
 
-READING_COLUMNS = ["#", "Question", "Status", "Answer", "Asked (UTC)"]
+SOURCE_COLUMNS = ["Part", "Sentence", "Entered at step", "Where"]
+
+
+READING_COLUMNS = ["#", "Question", "Status", "Answer", "Branch of", "Asked (UTC)"]
 
 
 def reading_row(r: ReadingView) -> list[object]:
@@ -144,8 +148,95 @@ def reading_row(r: ReadingView) -> list[object]:
     if status == "running" and r.total_chunks:
         status = f"reading {min(r.cursor + 1, r.total_chunks)} of {r.total_chunks}"
     answer = " ".join((r.answer or "").split())
-    return [r.id, " ".join(r.question.split())[:200], status,
-            answer[:200] + ("…" if len(answer) > 200 else ""), f"{r.created_at:%Y-%m-%d %H:%M}" if r.created_at else ""]
+    branch = f"#{r.parent_reading_id} at step {r.branched_at_step}" if r.parent_reading_id else ""
+    return [r.id, " ".join(r.question.split())[:200], status, answer[:200] + ("…" if len(answer) > 200 else ""),
+            branch, f"{r.created_at:%Y-%m-%d %H:%M}" if r.created_at else ""]
+
+
+BRANCH_COLUMNS = ["#", "Branch", "Status", "Answer"]
+_NB = "\u00a0"  # a space the table keeps: the tree's indentation
+
+
+def branch_tree(family: list[ReadingView], open_id: int | None) -> list[list[object]]:
+    """The open reading's family as a tree, one row per reading: the reading it all started from, then
+    each branch under the reading it was made from ("├─ ", "└─ " and "│" prefixes, deeper for a branch
+    of a branch), by id. The open reading is marked. Cells are text (the table shows them as text)."""
+    by_id = {r.id: r for r in family}
+    root = by_id.get(open_id) if open_id is not None else None
+    if root is None:
+        return []
+    seen = {root.id}
+    while root.parent_reading_id in by_id and root.parent_reading_id not in seen:  # up to the original
+        root = by_id[root.parent_reading_id]
+        seen.add(root.id)
+    children: dict[int, list[ReadingView]] = {}
+    for r in sorted(family, key=lambda r: r.id):
+        if r.parent_reading_id is not None:
+            children.setdefault(r.parent_reading_id, []).append(r)
+    rows: list[list[object]] = []
+
+    def walk(r: ReadingView, lead: str, branch: str, done: set[int]) -> None:
+        if r.id in done:  # a cycle cannot happen (a branch is newer than its parent); never loop if it did
+            return
+        done.add(r.id)
+        what = (f"#{r.id} branch at step {r.branched_at_step}" if r.parent_reading_id
+                else f"#{r.id} original: {' '.join(r.question.split())[:80]}")  # fmt: skip
+        mark = " ◀ open" if r.id == open_id else ""
+        answer = " ".join((r.answer or "").split())
+        rows.append([r.id, lead + branch + what + mark, r.status,
+                     answer[:120] + ("…" if len(answer) > 120 else "")])  # fmt: skip
+        kids = children.get(r.id, [])
+        below = lead + ("" if not branch else ("│" + _NB * 3 if branch.startswith("├") else _NB * 4))
+        for i, kid in enumerate(kids):
+            walk(kid, below, ("└─" if i == len(kids) - 1 else "├─") + _NB, done)
+
+    walk(root, "", "", set())
+    return rows
+
+
+DIFF_COLORS = {"added": "green", "dropped": "red"}
+
+
+def diff_spans(old: str | None, new: str) -> list[tuple[str, str | None]]:
+    """The memory's change from the step before as (text, "added" | "dropped" | None) spans: the
+    HighlightedText shows them as text, the categories as colours with a legend."""
+    names = {"+": "added", "-": "dropped", None: None}
+    return [(text, names[kind]) for text, kind in word_diff(old, new)]
+
+
+def compare_text(r: ReadingView) -> str:
+    """One side of "Compare answers": a reading's answer, its final memory and where it came from."""
+    origin = (f"branch of #{r.parent_reading_id}, memory edited at step {r.branched_at_step}"
+              if r.parent_reading_id else "read from the start")  # fmt: skip
+    final = r.checkpoints[-1].memory if r.checkpoints else "(none yet)"
+    return (f"Answer: {r.answer if r.answer is not None else '(none yet: ' + r.status + ')'}\n\n"
+            f"Final memory: {final}\n\n#{r.id} · {r.status} · {origin}")  # fmt: skip
+
+
+def describe_step(v: StepView) -> str:
+    """The timeline's line for one step: which step, where its chunk came from, who wrote the memory."""
+    c = v.checkpoint
+    line = (f"**Step {c.step} of {v.steps}** · {text_md(_pages(c.first_page, c.last_page, v.page_unit, v.page_labels))}"
+            f" · characters {c.start_char:,}–{c.end_char:,}")  # fmt: skip
+    if c.origin == "edited":
+        by = f" by {text_md(c.edited_by)}" if c.edited_by else ""
+        when = f" on {c.created_at:%Y-%m-%d %H:%M} UTC" if c.created_at else ""
+        line += f" · memory edited{by}{when}"
+    else:
+        line += " · memory written by the agent"
+    if v.parent_reading_id:
+        line += f"  \nThis reading is a branch of #{v.parent_reading_id}, edited at step {v.branched_at_step}."
+    return line
+
+
+def page_image_html(document_id: int, page: int) -> str:
+    """A PDF page as an image beside its passage: served by the API (GET /api/documents/{id}/pages/{n}.png,
+    rendered once and cached). Only the two numbers go into the HTML."""
+    src = f"/api/documents/{int(document_id)}/pages/{int(page)}.png"
+    return (f'<figure class="lr-page"><a href="{src}" target="_blank" rel="noopener">'
+            f'<img src="{src}" alt="Page {int(page)} of the PDF" loading="lazy" '
+            f'style="max-width:100%;border:1px solid #ccc"></a>'
+            f"<figcaption>Page {int(page)} (click to open it full size)</figcaption></figure>")
 
 
 def progress_bar(p: ProgressView, status: str) -> str:
@@ -252,19 +343,23 @@ def build_ui(settings: Settings) -> gr.Blocks:
         return (gr.update(choices=choices, value=document_id), info, rows,
                 *open_reading(saved.get("reading")))
 
-    def on_ask(document_id: int | None, question: str, chunk_tokens: float, memory_tokens: float,
+    def on_ask(document_id: int | None, question: str, more: str, chunk_tokens: float, memory_tokens: float,
                saved: dict | None):
-        reading_id, *view = _ask(document_id, question, chunk_tokens, memory_tokens)
+        reading_id, *view = _ask(document_id, question, more, chunk_tokens, memory_tokens)
         return reading_id, *view, reading_rows(document_id), {**(saved or {}), "reading": reading_id}
 
-    def _ask(document_id: int | None, question: str, chunk_tokens: float, memory_tokens: float):
+    def _ask(document_id: int | None, question: str, more: str, chunk_tokens: float, memory_tokens: float):
+        """Ask the question, and any more (one a line): read together in one pass; the first one opens."""
         if document_id is None:
             return None, "Upload or choose a document first.", "", "", "", gr.Timer(active=False)
+        questions = [question] + [line for line in (more or "").splitlines() if line.strip()]
         try:
-            (reading,) = readings.ask(settings, document_id, [question], _tokens(chunk_tokens), _tokens(memory_tokens))
+            asked = readings.ask(settings, document_id, questions, _tokens(chunk_tokens), _tokens(memory_tokens))
         except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
             return None, f"**Cannot ask:** {text_md(exc)}", "", "", "", gr.Timer(active=False)
-        return (reading.id, "Queued: waiting for a worker…", progress_bar(QUEUED, "queued"), "", "",
+        also = (f" ({len(asked) - 1} more question{'s' if len(asked) > 2 else ''} read in the same pass: "
+                "open them from the list below)") if len(asked) > 1 else ""  # fmt: skip
+        return (asked[0].id, f"Queued: waiting for a worker…{also}", progress_bar(QUEUED, "queued"), "", "",
                 gr.Timer(active=True))
 
     def on_cancel(reading_id: int | None):
@@ -328,6 +423,127 @@ def build_ui(settings: Settings) -> gr.Blocks:
             return show_feedback(reading_id, f"**Cannot save feedback:** {text_md(exc)}  \n"), *keep
         return show_feedback(reading_id, f"Saved: {text_md(saved.verdict)}.  \n"), None, "", ""
 
+    NO_STEP = ("No checkpoint yet: the timeline fills as the agent reads.", "", "", [], gr.update(interactive=False))
+
+    def show_step(reading_id: int | None, k: float | None):
+        """Step k of the open reading: where it read, the chunk's text (loaded now, one step at a time),
+        the memory it wrote (editable) and the change from step k-1, word by word."""
+        if reading_id is None or k is None:
+            return NO_STEP
+        try:
+            v = readings.step(settings, reading_id, int(k))
+        except (NotFound, ValueError):
+            return NO_STEP
+        return (describe_step(v), v.checkpoint.chunk or "", v.checkpoint.memory,
+                diff_spans(v.previous_memory, v.checkpoint.memory), gr.update(interactive=True))
+
+    def load_timeline(reading_id: int | None):
+        """The open reading's timeline, at its last step; the slider spans every step."""
+        try:
+            n = len(readings.show(settings, reading_id).checkpoints) if reading_id is not None else 0
+        except NotFound:
+            n = 0
+        if n == 0:
+            return gr.update(minimum=0, maximum=1, value=0, interactive=False), *NO_STEP
+        return gr.update(minimum=1, maximum=max(n, 2), value=n, interactive=n > 1), *show_step(reading_id, n)
+
+    def on_resume(reading_id: int | None, k: float | None, memory_text: str, document_id: int | None,
+                  saved: dict | None):
+        """Make a branch from the edited memory at step k and open it: it reads on from chunk k+1."""
+        keep = (gr.update(),) * 9
+        if reading_id is None or not k:
+            return "**Cannot resume:** open a reading and choose a step first.", *keep
+        try:
+            branch = readings.edit(settings, reading_id, int(k), memory_text, edited_by="ui")
+        except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
+            return f"**Cannot resume:** {text_md(exc)}", *keep
+        note = (f"Branch #{branch.id} of #{reading_id} made at step {int(k)}: "
+                + ("it writes a new answer." if branch.cursor >= (branch.total_chunks or 0) else
+                   f"it reads on from chunk {int(k) + 1}."))  # fmt: skip
+        return (note, *open_reading(branch.id), {**(saved or {}), "reading": branch.id},
+                reading_rows(document_id))
+
+    def compare_choices(reading_id: int | None):
+        """The other readings of the open reading's document, to compare answers with; this one on the left."""
+        try:
+            r = readings.show(settings, reading_id) if reading_id is not None else None
+        except NotFound:
+            r = None
+        if r is None:
+            return gr.update(choices=[], value=None), gr.update(value="", label="This reading"), ""
+        others = [(f"#{o.id} " + (f"(branch of #{o.parent_reading_id} at step {o.branched_at_step}) " if
+                                  o.parent_reading_id else "") + f"{' '.join(o.question.split())[:80]} · {o.status}", o.id)
+                  for o in readings.document_readings(settings, r.document_id) if o.id != r.id]  # fmt: skip
+        return (gr.update(choices=others, value=None), gr.update(value=compare_text(r), label=f"This reading (#{r.id})"),
+                gr.update(value="", label="The other reading"))  # fmt: skip
+
+    def on_compare(reading_id: int | None, other_id: int | None):
+        if reading_id is None or other_id is None:
+            return gr.update(), gr.update(value="", label="The other reading")
+        try:
+            this, other = readings.show(settings, reading_id), readings.show(settings, int(other_id))
+        except NotFound:
+            return gr.update(), gr.update(value="", label="The other reading")
+        return (gr.update(value=compare_text(this), label=f"This reading (#{this.id})"),
+                gr.update(value=compare_text(other), label=f"The other reading (#{other.id})"))  # fmt: skip
+
+    def load_provenance(reading_id: int | None):
+        """Each sentence of the final memory and the answer, with the step it entered the memory at."""
+        empty = [], [], [], "Open a reading: where each sentence of its memory and answer came from shows here."
+        if reading_id is None:
+            return *empty, gr.update(value="", visible=False)
+        try:
+            sources = provenance.provenance(settings, reading_id)
+            doc = documents.show_document(settings, readings.show(settings, reading_id).document_id)
+        except NotFound:
+            return *empty, gr.update(value="", visible=False)
+        labels = [p.label for p in doc.page_map or []]
+        rows = [[x.part, " ".join(x.sentence.split()), x.step if x.step else "–",
+                 (_pages(x.first_page, x.last_page, doc.page_unit, labels)
+                  + (" (memory edited there)" if x.origin == "edited" else "")) if x.step else "not in the memory"]
+                for x in sources]  # fmt: skip
+        starts = [p.start for p in doc.page_map or []] if doc.format == "pdf" else []
+        keep = [[x.passage_start, x.passage_end, x.step, doc.id,
+                 bisect.bisect_right(starts, x.passage_start) if starts and x.passage_start is not None else None]
+                for x in sources]  # fmt: skip
+        note = "Choose a sentence to see the passage it came from." if rows else "No memory yet."
+        return rows, keep, [], note, gr.update(value="", visible=False)
+
+    def on_source(evt: gr.SelectData, reading_id: int | None, kept: list | None):
+        """The chosen sentence's passage, highlighted in its place in the document; for a PDF, beside it
+        the page it is printed on, as an image (GET /api/documents/{id}/pages/{n}.png)."""
+        row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
+        if reading_id is None or not kept or row >= len(kept) or kept[row][0] is None:
+            return ([], "That sentence is in no memory the agent wrote, so it has no passage.",
+                    gr.update(value="", visible=False))  # fmt: skip
+        start, end, k, document_id, page = (kept[row] + [None, None])[:5]
+        before, passage, after = provenance.passage_in_context(settings, reading_id, start, end)
+        note = f"The passage of step {k}'s chunk that matches it best (characters {start:,}–{end:,})"
+        image = gr.update(value="", visible=False)
+        if page:
+            note += f", printed on page {int(page)} of the PDF (beside it)"
+            image = gr.update(value=page_image_html(int(document_id), int(page)), visible=True)
+        return [(before, None), (passage, "source"), (after, None)], note + ".", image
+
+    def load_branches(reading_id: int | None):
+        """The open reading's family as a tree (the original, its branches, theirs): choose one to open it."""
+        if reading_id is None:
+            return [], ""
+        try:
+            family = branch_tree(readings.document_readings(settings, readings.show(settings, reading_id).document_id),
+                                 reading_id)  # fmt: skip
+        except NotFound:
+            return [], ""
+        note = ("No branches yet: edit a memory in the timeline and resume from it to make one." if len(family) <= 1
+                else f"{len(family) - 1} branch{'es' if len(family) > 2 else ''}: choose one to open it.")
+        return family, note
+
+    def on_branches_refresh(reading_id: int | None, shown: list[list[object]] | None):
+        """Branches made elsewhere and their progress; no update when nothing changed (no flicker)."""
+        rows, note = load_branches(reading_id)
+        same = [[str(c) for c in row] for row in rows] == [[str(c) for c in row] for row in (shown or [])]
+        return (gr.update(), gr.update()) if same else (rows, note)
+
     def on_health():
         with session_scope(url) as s:
             h = health.health(s)
@@ -351,6 +567,9 @@ def build_ui(settings: Settings) -> gr.Blocks:
             with gr.Column(scale=2):
                 question = gr.Textbox(label="Question", placeholder="Which law governs this agreement?",
                                       elem_id="question")
+                with gr.Accordion("More questions at once", open=False, elem_id="more-box"):
+                    more_questions = gr.Textbox(label="More questions, one a line: read together with the one "
+                                                "above, in one pass", lines=3, elem_id="more-questions")
                 with gr.Accordion("Reading settings", open=False):
                     # Limits are the service's (a clear "Cannot ask" message), not Gradio's.
                     chunk_tokens = gr.Number(settings.chunk_tokens, precision=0, elem_id="chunk-tokens",
@@ -365,6 +584,49 @@ def build_ui(settings: Settings) -> gr.Blocks:
                     retry = gr.Button("Resume reading", size="sm", elem_id="retry")
                 memory = gr.Textbox(label="Agent memory", lines=6, interactive=False, elem_id="memory")
                 answer = gr.Textbox(label="Answer", interactive=False, elem_id="answer")
+                with gr.Accordion("Timeline: the memory after each chunk (edit one and resume from it)",
+                                  open=False, elem_id="timeline") as timeline:
+                    step_slider = gr.Slider(0, 1, value=0, step=1, label="Step (arrow keys move through the steps)",
+                                            interactive=False, elem_id="step")
+                    step_info = gr.Markdown(elem_id="step-info", latex_delimiters=[])
+                    with gr.Row():
+                        step_chunk = gr.Textbox(label="The chunk the agent read", lines=8, max_lines=16,
+                                                interactive=False, elem_id="step-chunk")
+                        step_memory = gr.Textbox(label="The memory it wrote (edit it, then resume from it)", lines=8,
+                                                 max_lines=16, interactive=True, elem_id="step-memory")
+                    step_diff = gr.HighlightedText(label="Change from the step before", combine_adjacent=False,
+                                                   show_legend=True, show_inline_category=False,
+                                                   color_map=DIFF_COLORS, elem_id="step-diff")
+                    resume = gr.Button("Resume from this memory (a new branch)", size="sm", interactive=False,
+                                       elem_id="resume-edit")
+                    edit_msg = gr.Markdown(elem_id="edit-msg", latex_delimiters=[])
+                with gr.Accordion("Where it came from: each sentence of the memory and the answer, and its passage",
+                                  open=False, elem_id="provenance") as provenance_box:
+                    sources = gr.Dataframe(value=[], headers=SOURCE_COLUMNS, type="array", interactive=False,
+                                           wrap=True, max_height=300, elem_id="sources",
+                                           column_widths=["10%", "55%", "12%", "23%"])
+                    source_note = gr.Markdown(elem_id="source-note", latex_delimiters=[])
+                    with gr.Row():
+                        source_passage = gr.HighlightedText(label="The passage, in its place in the document",
+                                                            combine_adjacent=False, show_legend=False,
+                                                            show_inline_category=False,
+                                                            color_map={"source": "yellow"}, elem_id="source-passage")
+                        source_page = gr.HTML(visible=False, elem_id="source-page")
+                    source_spans = gr.State([])
+                with gr.Group(elem_id="branches-box"):
+                    branches_note = gr.Markdown(elem_id="branches-note", latex_delimiters=[])
+                    branches_table = gr.Dataframe(value=[], headers=BRANCH_COLUMNS, type="array", interactive=False,
+                                                  wrap=True, max_height=260, elem_id="branches",
+                                                  label="Branches: this reading's family as a tree (choose one to "
+                                                  "open it)", column_widths=["8%", "52%", "12%", "28%"])
+                with gr.Accordion("Compare answers: this reading beside another of the document (a branch, say)",
+                                  open=False, elem_id="compare") as compare_box:
+                    compare_with = gr.Dropdown(label="Compare with", choices=[], value=None, elem_id="compare-with")
+                    with gr.Row():
+                        compare_left = gr.Textbox(label="This reading", lines=6, max_lines=20, interactive=False,
+                                                  elem_id="compare-left")
+                        compare_right = gr.Textbox(label="The other reading", lines=6, max_lines=20,
+                                                   interactive=False, elem_id="compare-right")
                 with gr.Group(elem_id="feedback"):
                     verdict = gr.Radio(["correct", "incorrect"], label="Your verdict on this answer",
                                        elem_id="verdict")
@@ -375,7 +637,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
         readings_table = gr.Dataframe(value=[], headers=READING_COLUMNS, type="array", interactive=False,
                                       wrap=True, max_height=360, elem_id="readings",
                                       label="Readings of this document: choose one to open it",
-                                      column_widths=["6%", "34%", "14%", "32%", "14%"])
+                                      column_widths=["6%", "30%", "12%", "30%", "10%", "12%"])
         # The document and reading open in this browser, restored after a reload.
         saved = gr.BrowserState({"document": None, "reading": None}, storage_key="longread-view")
         timer = gr.Timer(1.0, active=False)
@@ -388,13 +650,36 @@ def build_ui(settings: Settings) -> gr.Blocks:
         shown = [doc_info, readings_table, saved, *view]
         upload.upload(on_upload, [upload, reading_id, saved], [upload, document, *shown], show_progress="hidden")
         document.input(show_document, [document, reading_id, saved], shown, show_progress="hidden")
-        ask.click(on_ask, [document, question, chunk_tokens, memory_tokens, saved],
+        ask.click(on_ask, [document, question, more_questions, chunk_tokens, memory_tokens, saved],
                   [*view, readings_table, saved], show_progress="hidden")
         readings_table.select(on_open, saved, [reading_id, question, *view[1:], saved], show_progress="hidden")
         list_timer.tick(on_refresh, [document, readings_table], readings_table, show_progress="hidden")
         timer.tick(on_tick, reading_id, [status, bar, memory, answer, timer], show_progress="hidden")
         cancel.click(on_cancel, reading_id, [status, bar, memory, answer, timer], show_progress="hidden")
         reading_id.change(show_feedback, reading_id, feedback_list, show_progress="hidden")
+        step_view = [step_info, step_chunk, step_memory, step_diff, resume]
+        reading_id.change(load_timeline, reading_id, [step_slider, *step_view], show_progress="hidden")
+        timeline.expand(load_timeline, reading_id, [step_slider, *step_view], show_progress="hidden")
+        step_slider.change(show_step, [reading_id, step_slider], step_view, show_progress="hidden")
+        provenance_view = [sources, source_spans, source_passage, source_note, source_page]
+        reading_id.change(load_provenance, reading_id, provenance_view, show_progress="hidden")
+        provenance_box.expand(load_provenance, reading_id, provenance_view, show_progress="hidden")
+        sources.select(on_source, [reading_id, source_spans], [source_passage, source_note, source_page],
+                       show_progress="hidden")
+        branch_view = [branches_table, branches_note]
+        reading_id.change(load_branches, reading_id, branch_view, show_progress="hidden")
+        list_timer.tick(on_branches_refresh, [reading_id, branches_table], branch_view, show_progress="hidden")
+        # While a reading runs, its rows in both tables follow it every second, not every three.
+        timer.tick(on_branches_refresh, [reading_id, branches_table], branch_view, show_progress="hidden")
+        timer.tick(on_refresh, [document, readings_table], readings_table, show_progress="hidden")
+        branches_table.select(on_open, saved, [reading_id, question, *view[1:], saved], show_progress="hidden")
+        compare_view = [compare_with, compare_left, compare_right]
+        reading_id.change(compare_choices, reading_id, compare_view, show_progress="hidden")
+        compare_box.expand(compare_choices, reading_id, compare_view, show_progress="hidden")
+        compare_with.input(on_compare, [reading_id, compare_with], [compare_left, compare_right],
+                           show_progress="hidden")
+        resume.click(on_resume, [reading_id, step_slider, step_memory, document, saved],
+                     [edit_msg, reading_id, question, *view[1:], saved, readings_table], show_progress="hidden")
         save_feedback.click(on_feedback, [reading_id, verdict, corrected, comment],
                             [feedback_list, verdict, corrected, comment], show_progress="hidden")
         retry.click(on_retry, reading_id, [status, bar, memory, answer, timer], show_progress="hidden")

@@ -22,7 +22,7 @@ MD_IMG = "![pwn](http://127.0.0.1:9/fm.png)"
 TEXT = "The tenant pays nine crowns on the first day of every month. " * 30
 
 
-def _done_reading(server, document_id: int) -> int:  # noqa: ANN001
+def _done_reading(server, document_id: int) -> int:
     url = Settings(data_dir=server.data_dir).resolved_database_url
     with session_scope(url) as s:
         now = datetime.now(UTC)
@@ -37,11 +37,11 @@ def _done_reading(server, document_id: int) -> int:  # noqa: ANN001
         return r.id
 
 
-def _feedback(page) -> str:  # noqa: ANN001
+def _feedback(page) -> str:
     return page.locator("#feedback-list").inner_text()
 
 
-def test_feedback_on_an_answer_and_cancel_and_resume(ui_page, ui_server) -> None:  # noqa: ANN001
+def test_feedback_on_an_answer_and_cancel_and_resume(ui_page, ui_server) -> None:
     page = ui_page
     dialogs, stray = watch(page, ui_server.url)
     doc = page.request.post(ui_server.url + "/api/documents", multipart={"file": {
@@ -87,9 +87,23 @@ def test_feedback_on_an_answer_and_cancel_and_resume(ui_page, ui_server) -> None
     assert "only failed or cancelled readings are retried" in page.locator("#status").inner_text()
     page.locator("#cancel").click()
     page.locator("#status").get_by_text("Cancelled before its first chunk").wait_for(timeout=30_000)
-    page.locator("#readings").get_by_text("cancelled").first.wait_for(timeout=30_000)
+    page.locator("#readings [role=gridcell]").filter(has_text="cancelled").first.wait_for(timeout=30_000)
     page.locator("#retry").click()
     page.locator("#status").get_by_text("Queued").wait_for(timeout=30_000)
+    # Several questions at once: one reading each, asked together; the first opens.
+    page.locator("#more-box").get_by_text("More questions at once").first.click()
+    page.locator("#question textarea").fill("Who is the tenant?")
+    page.locator("#more-questions textarea").fill("Who is the landlord?\n\n  \nWhere is the house?")
+    page.locator("#ask").click()
+    page.locator("#status").get_by_text("2 more questions read in the same pass").wait_for(timeout=30_000)
+    for q in ("Who is the tenant?", "Who is the landlord?", "Where is the house?"):
+        page.locator("#readings [role=gridcell]").filter(has_text=q).first.wait_for(timeout=30_000)
+    listed = page.request.get(f"{ui_server.url}/api/documents/{doc['id']}/readings").json()
+    assert [r["question"] for r in listed[:3]] == ["Where is the house?", "Who is the landlord?", "Who is the tenant?"]
+    page.locator("#more-questions textarea").fill("")
+    page.locator("#readings [role=gridcell]").filter(has_text="When is it due?").first.click()
+    page.locator("#status").get_by_text("Queued").wait_for(timeout=30_000)
+
     # Judging an unanswered reading is refused with the service's message.
     page.locator("#verdict").get_by_label("correct", exact=True).check()
     page.locator("#save-feedback").click()

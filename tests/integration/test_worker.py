@@ -157,3 +157,53 @@ def test_killed_worker_is_resumed_from_the_last_checkpoint(tmp_path):
         assert p.reading_s + p.waiting_s == pytest.approx(p.elapsed_s)
         assert p.reading_s >= sum(c.seconds for c in r.checkpoints)
     assert "1 readings wait with no pass running" in (tmp_path / "worker2.log").read_text()
+
+
+def test_killed_worker_resumes_a_branch_and_never_touches_its_parent(tmp_path, tokenizer):
+    """Edit and resume through a real worker: the branch (edited at step 1) is read by the worker,
+    the worker is killed mid-branch, another takes it up after the heartbeat goes stale and finishes
+    it from the branch's last checkpoint; the parent's rows never change."""
+    from app.models import Checkpoint
+    from app.services import readings
+    from app.services.runner import run_readings
+    from tests.fakes import FakeEngine
+
+    s = _settings(tmp_path, f"sqlite:///{tmp_path / 'app.db'}", f"sqla+sqlite:///{tmp_path / 'broker.db'}")
+    upgrade(s.resolved_database_url)
+    with session_scope(s.resolved_database_url) as db:
+        doc = ingest(db, s, "lighthouse.txt", STORY.encode())
+        (parent,) = [r.id for r in create_readings(db, s, doc.id, ["Where is the spare key to the lamp room?"])]
+    # The parent is read quickly by a scripted engine (same tokenizer, same chunks as the worker's model).
+    run_readings(s, [parent], FakeEngine(tokenizer, lambda p: "notes" if "<section>" in p else "\\boxed{nowhere}"))
+
+    def rows(reading_id: int) -> list[tuple]:
+        with session_scope(s.resolved_database_url) as db:
+            return [(c.id, c.step, c.memory, c.origin) for c in
+                    db.query(Checkpoint).filter_by(reading_id=reading_id).order_by(Checkpoint.step)]  # fmt: skip
+
+    before = rows(parent)
+    assert len(before) >= 4
+    branch = readings.edit(s, parent, 1, "The spare key to the lamp room hangs behind the barometer.").id
+
+    first = Worker(s, tmp_path / "worker1.log")
+    try:
+        wait_for(lambda: len(rows(branch)) >= 2, 300, first, "the branch's first new checkpoint")
+    finally:
+        first.kill()
+    done_before = len(rows(branch))
+    time.sleep(s.stale_after_s + 1)  # let the heartbeat go stale, as after a real crash
+
+    second = Worker(s, tmp_path / "worker2.log")
+    try:
+        wait_for(lambda: _statuses(s, [branch]) == [ReadingStatus.done], 400, second, "resumed branch")
+    finally:
+        second.stop()
+    got = readings.show(s, branch)
+    assert got.answer
+    assert [c.step for c in got.checkpoints] == list(range(1, len(before) + 1))
+    assert [c.origin for c in got.checkpoints] == ["edited"] + ["agent"] * (len(before) - 1)
+    assert all(c.memory.strip() for c in got.checkpoints)  # the real model wrote something
+    assert len(rows(branch)) == len(before) > done_before  # the second worker wrote the rest
+    assert rows(parent) == before
+    with session_scope(s.resolved_database_url) as db:
+        assert get_reading(db, branch).attempts == 2

@@ -28,21 +28,21 @@ def test_batches_keep_a_documents_questions_together_and_sort_by_length():
 
 
 def _answer_oslo(message: str) -> str:
-    return r"It is \boxed{Oslo}" if "Your answer" in message else "The box is in Oslo."
+    return r"It is \boxed{Oslo, Norway}" if "Your answer" in message else "The box is in Oslo."
 
 
 def test_evaluate_scores_with_the_verifier_and_reads_one_document_once_per_chunk(tokenizer):
     doc = "The red box is in Oslo. " * 40
     tasks = [
-        Task("a", doc, "Where is the box?", ("Oslo",), doc_tokens=1, kind="k"),
+        Task("a", doc, "Where is the box?", ("Oslo, Norway",), doc_tokens=1, kind="k"),
         Task("b", doc, "Where is the cat?", ("Paris",), doc_tokens=1, kind="k"),
-        Task("c", doc, "Which city?", ("the city of Oslo",), doc_tokens=1, kind="k"),
+        Task("c", doc, "Which city?", ("Oslo",), doc_tokens=1, kind="k"),
     ]
     engine = FakeEngine(tokenizer, _answer_oslo)
     agent = MemoryAgent(engine, AgentConfig(chunk_tokens=64, memory_tokens=16, answer_tokens=8))
     results = evaluate(agent, tasks, "cases", lambda t: "g")
     assert [(r.task_id, r.answer, r.sub_em, r.exact_match) for r in results] == [
-        ("a", "Oslo", True, True), ("b", "Oslo", False, False), ("c", "Oslo", True, False)]  # fmt: skip
+        ("a", "Oslo, Norway", True, True), ("b", "Oslo, Norway", False, False), ("c", "Oslo, Norway", True, False)]  # fmt: skip
     chunks = len(agent.chunks(doc))
     assert len(engine.calls) == chunks + 1 and all(len(m) == 3 for m, _ in engine.calls)  # all three together
     assert results[0].final_memory == "The box is in Oslo." and results[0].chunks == chunks
@@ -50,7 +50,7 @@ def test_evaluate_scores_with_the_verifier_and_reads_one_document_once_per_chunk
     (row,) = summarize(results)
     assert row["n"] == 3 and row["sub_em"] == pytest.approx(2 / 3) and row["exact_match"] == pytest.approx(1 / 3)
     out = cases_json(results, ["d.txt"] * 3)
-    assert out == {"cases": [{"document": "d.txt", "question": t.question, "answer": "Oslo", "correct": c}
+    assert out == {"cases": [{"document": "d.txt", "question": t.question, "answer": "Oslo, Norway", "correct": c}
                              for t, c in zip(tasks, (True, False, True))],
                    "sub_em": pytest.approx(2 / 3), "exact_match": pytest.approx(1 / 3)}  # fmt: skip
 
@@ -68,7 +68,7 @@ def test_write_makes_table_plot_and_json(tmp_path, tokenizer):
            "cases": []}  # fmt: skip
     write(out, tmp_path)
     table = (tmp_path / "table.md").read_text()
-    assert "| synthetic | 2K | single-needle | 2,048 | 4 | 50.0% | 50.0% |" in table
-    assert "| contracts | Governing Law | contract:Governing Law | 0 | 1 | 100.0% | 100.0% |" in table
+    assert "| synthetic | 2K | single-needle | 2,048 | 4 | 50.0% | 0.0% |" in table  # "Oslo, Norway": sub-EM only
+    assert "| contracts | Governing Law | contract:Governing Law | 0 | 1 | 100.0% | 0.0% |" in table
     assert (tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"
     assert json.loads((tmp_path / "results.json").read_text())["summary"][0]["n"] == 4

@@ -77,5 +77,8 @@ def test_verifier_rules() -> None:
     # only the last boxed answer counts
     assert reward(r"\boxed{Nevada} no, \boxed{Texas}", ["Nevada"], "sub_em") == 0.0
     assert reward("no idea", ["Nevada"], "sub_em") == 0.0
+    # a partial answer earns nothing: one of two codes, or a word of the gold (RL would learn to give them)
+    assert reward(r"\boxed{9484490}", ["1635316, 9484490"], "sub_em") == 0.0
+    assert reward(r"\boxed{State}", ["State of Nevada"], "sub_em") == 0.0
     with pytest.raises(ValueError, match="unknown rule"):
         reward("x", ["x"], "fuzzy")  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ peft = pytest.importorskip("peft")
 
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-from training.serving import merged_model  # noqa: E402
+from inference.adapters import merged_model  # noqa: E402
 
 
 @pytest.fixture
@@ -54,3 +54,22 @@ def test_merge_applies_the_adapter_once_and_caches_by_content(tmp_path, base):
 def test_a_folder_without_adapter_is_refused(tmp_path, base):
     with pytest.raises(FileNotFoundError, match="not a peft adapter"):
         merged_model(base, tmp_path, tmp_path / "cache")
+
+
+@pytest.mark.model
+def test_the_bundled_reader_is_the_bundled_model_with_the_shipped_adapter(model_path):
+    """`smollm2-reader` resolves to the bundled model with inference/reader/ merged in: the same logits
+    as peft applying the adapter, not the base's."""
+    from inference.models import READER, READER_ADAPTER, base_of, resolve_model_path
+
+    cache = model_path.parent  # the bundled model is converted there already; the merge goes beside it
+    reader = resolve_model_path(READER, cache)
+    assert reader.parent == cache / "merged" and (reader / "config.json").is_file()
+    assert resolve_model_path(base_of(READER), cache) == model_path  # its tokenizer loads without a merge
+    ids = torch.tensor([[1, 504, 3158, 28, 253, 1978]])
+    base = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
+    with torch.no_grad():
+        plain = base(ids).logits
+        expected = peft.PeftModel.from_pretrained(base, READER_ADAPTER)(ids).logits
+        got = AutoModelForCausalLM.from_pretrained(reader, dtype=torch.float32)(ids).logits
+    assert torch.allclose(got, expected, atol=1e-4) and not torch.allclose(got, plain, atol=1e-2)

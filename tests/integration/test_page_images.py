@@ -1,0 +1,86 @@
+"""A PDF page as an image (GET /api/documents/{id}/pages/{n}.png): the PNG of the document's own stored
+PDF at the size the provenance view shows, cached on disk after the first request; 404 for a document
+that is not a PDF, for pages it does not have, and for anything but a page number."""
+
+from __future__ import annotations
+
+import io
+import struct
+from pathlib import Path
+
+import pypdfium2 as pdfium
+import pytest
+from fastapi.testclient import TestClient
+
+from app.documents.pages import SCALE, PageRenderError, render_png, render_untrusted
+from app.migrate import upgrade
+from app.services import documents
+from app.settings import Settings
+from app.web import create_app
+
+pytestmark = pytest.mark.integration
+
+CONTRACT = Path("/work/shared/data/contracts/pdf/cuad-000.pdf")
+if not CONTRACT.is_file():
+    CONTRACT = Path(__file__).resolve().parents[2] / "tests" / "data" / "cuad-000.pdf"
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    s = Settings(data_dir=tmp_path / "data", database_url=f"sqlite:///{tmp_path / 'p.db'}")
+    upgrade(s.resolved_database_url)
+    return s
+
+
+def test_the_page_image_is_the_right_page_at_the_served_size_and_cached(settings):
+    data = CONTRACT.read_bytes()
+    pdf = pdfium.PdfDocument(io.BytesIO(data))
+    n = len(pdf)
+    sizes = [pdf[i].get_size() for i in (0, n - 1)]
+    doc, _ = documents.add_document(settings, "contract.pdf", data)
+    txt, _ = documents.add_document(settings, "notes.txt", b"Just some notes.\n\nA second paragraph.")
+    assert doc.format == "pdf" and doc.pages == n >= 2
+    with TestClient(create_app(settings)) as client:
+        for page, (w, h) in ((1, sizes[0]), (n, sizes[1])):
+            got = client.get(f"/api/documents/{doc.id}/pages/{page}.png")
+            assert got.status_code == 200, got.text
+            assert got.headers["content-type"] == "image/png"
+            width, height = _png_size(got.content)
+            assert abs(width - w * SCALE) < 1 and abs(height - h * SCALE) < 1  # PDFium rounds up
+            assert got.content == render_png(CONTRACT, page)  # that page, not another
+        cached = settings.data_dir / "pages" / doc_sha(settings, doc.id) / f"1@{SCALE}.png"
+        assert cached.is_file()
+        # The second request serves the cached file: no render (a marked cache file comes back as is).
+        cached.write_bytes(cached.read_bytes() + b"cached")
+        again = client.get(f"/api/documents/{doc.id}/pages/1.png")
+        assert again.status_code == 200 and again.content.endswith(b"cached")
+
+        for url in (f"/api/documents/{doc.id}/pages/0.png", f"/api/documents/{doc.id}/pages/{n + 1}.png",
+                    f"/api/documents/{txt.id}/pages/1.png", "/api/documents/999999/pages/1.png"):
+            assert client.get(url).status_code == 404, url
+        # Only a page number: no path, no other name reaches the file system.
+        for url in (f"/api/documents/{doc.id}/pages/..%2F..%2Flongread.db.png",
+                    f"/api/documents/{doc.id}/pages/1.jpg", f"/api/documents/{doc.id}/pages/x.png"):
+            assert client.get(url).status_code in (404, 422), url
+        assert "/api/documents/{document_id}/pages/{page}.png" in client.get("/openapi.json").json()["paths"]
+
+
+def doc_sha(settings: Settings, document_id: int) -> str:
+    from app.db import session_scope
+    from app.models import Document
+
+    with session_scope(settings.resolved_database_url) as s:
+        return s.get(Document, document_id).sha256
+
+
+def test_a_page_that_cannot_be_rendered_is_a_clear_error(tmp_path):
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\nnot a PDF body\n%%EOF\n")
+    with pytest.raises(PageRenderError, match="could not be rendered"):
+        render_untrusted(broken, 1, tmp_path / "out" / "1.png")
+    assert not list((tmp_path / "out").iterdir())  # nothing half-written is left to be served
