@@ -37,7 +37,7 @@ def parse(data: bytes, limits: ZipLimits = ZIP_LIMITS) -> ParsedDocument:
             from app.documents.rich import parse_rich
 
             parsed = parse_rich(fmt, data)
-    except (ParseError, MemoryError):
+    except (ParseError, MemoryError, SystemError):  # SystemError: see sandbox._serve_child
         raise
     except RecursionError as exc:
         raise ParseError(f"the {FORMAT_NAMES[fmt]} file is damaged or unreadable: its structure nests too deeply") from exc

@@ -236,7 +236,9 @@ def _serve_child(conn: Connection) -> None:
         outcome = ("ok", parse(data, limits.zip))
     except ParseError as exc:
         outcome = ("error", str(exc))
-    except MemoryError:
+    except (MemoryError, SystemError):
+        # A C extension (lxml) whose allocation fails under the address-space cap returns an error
+        # without setting one, which CPython reports as SystemError: this child ran out of memory.
         outcome = ("memory", "")
     except _CpuExceeded:
         outcome = ("cpu", "")

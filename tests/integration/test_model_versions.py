@@ -93,7 +93,8 @@ def test_new_readings_use_the_active_version_and_keep_it(tmp_path, model_path):
     lora.save_pretrained(tmp_path / "adapter")
     lora.eval()
     settings = Settings(data_dir=tmp_path / "data", model_cache_dir=tmp_path / "cache", engine="transformers",
-                        model=str(model_path), chunk_tokens=64, memory_tokens=24, answer_tokens=12)  # fmt: skip
+                        model=str(model_path), chunk_tokens=64, memory_tokens=24, answer_tokens=12,
+                        template_set="memagent")  # not the version's: each reading keeps its own  # fmt: skip
     url = settings.resolved_database_url
     upgrade(url)
     question = "Where does the spare key hang?"
