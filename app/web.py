@@ -24,30 +24,22 @@ from app.ui.gradio_app import UPLOAD_HEADROOM, build_ui
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 
+def _detail_response(status_code: int):  # noqa: ANN202 - a Starlette exception handler
+    async def handler(_req: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=status_code)
+
+    return handler
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     api = FastAPI(title="Longread", version="0.1.0")
     api.state.settings = settings
 
-    @api.exception_handler(UploadError)
-    async def _upload_error(_req: Request, exc: UploadError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=413)
-
-    @api.exception_handler(NotFound)
-    async def _not_found(_req: Request, exc: NotFound) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=404)
-
-    @api.exception_handler(ReadingError)
-    async def _reading_error(_req: Request, exc: ReadingError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=422)
-
-    @api.exception_handler(PageRenderError)
-    async def _page_render_error(_req: Request, exc: PageRenderError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=422)
-
-    @api.exception_handler(FeedbackError)
-    async def _feedback_error(_req: Request, exc: FeedbackError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=422)
+    # Errors the services raise for bad input: their message, with the status that says what went wrong.
+    for error, code in ((UploadError, 413), (NotFound, 404), (ReadingError, 422), (PageRenderError, 422),
+                        (FeedbackError, 422)):  # fmt: skip
+        api.add_exception_handler(error, _detail_response(code))
 
     @api.get("/healthz")
     def healthz() -> dict[str, str]:
