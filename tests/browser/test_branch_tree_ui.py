@@ -4,7 +4,6 @@ indented under the reading each was made from; choosing any one opens it."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -14,11 +13,11 @@ from app.settings import Settings
 from app.ui.gradio_app import BRANCH_COLUMNS
 from tests.browser.test_timeline_ui import TEXT, _seed
 from tests.browser.uihelpers import watch
+from tests.conftest import ARTIFACTS
 from tests.fakes import FakeEngine
 
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "browser"
 
 
 def _tree(page) -> list[str]:

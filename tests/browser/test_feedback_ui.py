@@ -5,7 +5,6 @@ No model needed: the app runs without a worker and the finished reading is writt
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -13,10 +12,10 @@ from app.db import session_scope
 from app.models import Checkpoint, Reading, ReadingStatus
 from app.settings import Settings
 from tests.browser.uihelpers import watch
+from tests.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "browser"
 IMG = "<img src=http://127.0.0.1:9/f.png onerror=alert(9)>"
 MD_IMG = "![pwn](http://127.0.0.1:9/fm.png)"
 TEXT = "The tenant pays nine crowns on the first day of every month. " * 30

@@ -4,7 +4,6 @@ page of the PDF it is printed on, as an image the API renders (GET /api/document
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -13,11 +12,12 @@ from app.models import Checkpoint, Document, Reading, ReadingStatus
 from app.services.provenance import sentences
 from app.settings import Settings
 from tests.browser.uihelpers import watch
+from tests.conftest import ARTIFACTS
+from training.tasks import DATA_DIR
 
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "browser"
-CONTRACT = Path("/work/shared/data/contracts/pdf/cuad-000.pdf")
+CONTRACT = DATA_DIR / "contracts" / "pdf" / "cuad-000.pdf"  # the shared data, wherever the clone is
 
 
 def _seed(url: str, document_id: int) -> tuple[int, str]:

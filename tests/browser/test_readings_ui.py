@@ -7,7 +7,6 @@ the app runs without a worker and finished readings are written to its database 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
@@ -15,10 +14,10 @@ from app.db import session_scope
 from app.models import Checkpoint, Document, Reading, ReadingStatus
 from app.settings import Settings
 from tests.browser.uihelpers import upload, watch
+from tests.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "browser"
 IMG = "<img src=http://127.0.0.1:9/r.png onerror=alert(8)>"
 MD_IMG = "![pwn](http://127.0.0.1:9/m.png)"
 TEXT = "\n\n".join(f"Chapter {i}\n\n" + f"The keeper of lighthouse {i} writes in the log. " * 12 for i in range(1, 4))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -18,11 +17,11 @@ from app.services.runner import run_readings
 from app.settings import Settings
 from app.ui.gradio_app import diff_spans
 from tests.browser.uihelpers import watch
+from tests.conftest import ARTIFACTS
 from tests.fakes import FakeEngine
 
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "browser"
 SCRIPT = "<script>alert('chunk')</script>"
 IMG = "<img src=http://127.0.0.1:9/t.png onerror=alert(7)>"
 MD_IMG = "![pwn](http://127.0.0.1:9/tm.png)"

@@ -17,10 +17,11 @@ from app.migrate import upgrade
 from app.services import documents
 from app.settings import Settings
 from app.web import create_app
+from training.tasks import DATA_DIR
 
 pytestmark = pytest.mark.integration
 
-CONTRACT = Path("/work/shared/data/contracts/pdf/cuad-000.pdf")
+CONTRACT = DATA_DIR / "contracts" / "pdf" / "cuad-000.pdf"  # the shared data, wherever the clone is
 if not CONTRACT.is_file():
     CONTRACT = Path(__file__).resolve().parents[2] / "tests" / "data" / "cuad-000.pdf"
 
