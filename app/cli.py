@@ -1,5 +1,7 @@
 """`longread` command: serve, worker, migrate, ingest, ask, readings, checkpoints, edit, cancel, retry, feedback,
-eval, train, models."""
+eval, train, models, users.
+
+The commands run on the server machine and act as the local admin `local` (app/services/users.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,13 @@ def _migrate(settings: Settings) -> None:
     from app.migrate import upgrade
 
     upgrade(settings.resolved_database_url)
+
+
+def _me(settings: Settings):  # noqa: ANN202 - a UserView
+    """The local admin, whom every command acts as."""
+    from app.services.users import local_actor
+
+    return local_actor(settings)
 
 
 def cmd_migrate(settings: Settings, _args: argparse.Namespace) -> int:
@@ -82,8 +91,12 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
     from app.services.llm import tokenizer_for
     from app.supervisor import Supervisor
-    from app.web import create_app
+    from app.web import UnsafeSettings, check_serving, create_app
 
+    try:
+        check_serving(settings)  # before anything starts: production needs a secret key and PostgreSQL
+    except UnsafeSettings as exc:
+        raise SystemExit(f"longread serve: {exc}") from None
     _migrate(settings)
     tokenizer_for(settings)  # converts the bundled model once, before the first upload needs it
     # uvicorn re-raises the SIGTERM it caught once it has shut down; the default action would end
@@ -116,7 +129,7 @@ def _ingest(settings: Settings, path: Path) -> int:
     from app.services.documents import UploadError, add_document
 
     try:
-        doc, existing = add_document(settings, path.name, path.read_bytes())
+        doc, existing = add_document(settings, path.name, path.read_bytes(), user=_me(settings))
     except (OSError, UploadError) as exc:
         raise SystemExit(f"longread: {path}: {exc}") from None
     if doc.error:
@@ -147,7 +160,7 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
         raise SystemExit(f"longread: {target}: no such file or document id")
     try:  # read here, in this process: no worker is asked
         ids = [r.id for r in readings.ask(settings, doc_id, args.question, args.chunk_tokens, args.memory_tokens,
-                                           enqueue=False)]  # fmt: skip
+                                           enqueue=False, user=_me(settings))]  # fmt: skip
     except (readings.ReadingError, NotFound) as exc:
         raise SystemExit(f"longread ask: {exc}") from None
     _read_and_print(settings, ids, args.json)
@@ -162,7 +175,8 @@ def _read_and_print(settings: Settings, ids: list[int], as_json: bool) -> None:
     started = time.monotonic()
     run_readings(settings, ids)
     elapsed = time.monotonic() - started
-    out = [_reading_json(readings.show(settings, reading_id)) for reading_id in ids]
+    me = _me(settings)
+    out = [_reading_json(readings.show(settings, reading_id, user=me)) for reading_id in ids]
     if as_json:
         print(json.dumps({"readings": out}, ensure_ascii=False))
     else:
@@ -206,7 +220,7 @@ def cmd_readings(settings: Settings, args: argparse.Namespace) -> int:
     if not args.document.isdigit():
         raise SystemExit(f"longread readings: {args.document!r} is not a document id")
     try:
-        views = readings.document_readings(settings, int(args.document))
+        views = readings.document_readings(settings, int(args.document), user=_me(settings))
     except NotFound as exc:
         raise SystemExit(f"longread readings: {exc}") from None
     if args.json:
@@ -230,7 +244,7 @@ def cmd_checkpoints(settings: Settings, args: argparse.Namespace) -> int:
     _migrate(settings)
     reading_id = _reading_id("checkpoints", args.reading)
     try:
-        r = readings.show(settings, reading_id, with_chunks=args.with_chunks)
+        r = readings.show(settings, reading_id, with_chunks=args.with_chunks, user=_me(settings))
     except NotFound as exc:
         raise SystemExit(f"longread checkpoints: {exc}") from None
     if args.json:
@@ -261,7 +275,7 @@ def cmd_edit(settings: Settings, args: argparse.Namespace) -> int:
         who = None
     try:
         branch = readings.edit(settings, reading_id, args.step, args.memory, f"cli:{who}" if who else "cli",
-                               enqueue=False)  # fmt: skip
+                               enqueue=False, user=_me(settings))  # fmt: skip
     except (readings.ReadingError, NotFound) as exc:
         raise SystemExit(f"longread edit: {exc}") from None
     if not args.json:
@@ -277,7 +291,7 @@ def cmd_cancel(settings: Settings, args: argparse.Namespace) -> int:
 
     _migrate(settings)
     try:
-        r = readings.cancel(settings, _reading_id("cancel", args.reading))
+        r = readings.cancel(settings, _reading_id("cancel", args.reading), user=_me(settings))
     except NotFound as exc:
         raise SystemExit(f"longread cancel: {exc}") from None
     print(json.dumps(_reading_json(r, with_checkpoints=False)) if args.json else f"reading {r.id}: {r.status}")
@@ -293,7 +307,7 @@ def cmd_retry(settings: Settings, args: argparse.Namespace) -> int:
     _migrate(settings)
     reading_id = _reading_id("retry", args.reading)
     try:
-        r = readings.retry(settings, reading_id, enqueue=args.queue)
+        r = readings.retry(settings, reading_id, enqueue=args.queue, user=_me(settings))
     except (readings.ReadingError, NotFound) as exc:
         raise SystemExit(f"longread retry: {exc}") from None
     if args.queue:
@@ -315,7 +329,7 @@ def cmd_feedback(settings: Settings, args: argparse.Namespace) -> int:
     if args.target == "export":
         if not args.file or args.verdict or args.answer or args.comment:
             raise SystemExit("longread feedback: usage: longread feedback export FILE.jsonl [--with-text]")
-        n = feedback.export_file(settings, Path(args.file), with_text=args.with_text)
+        n = feedback.export_file(settings, Path(args.file), with_text=args.with_text, user=_me(settings))
         print(f"{n} judged reading{'s' if n != 1 else ''} written to {args.file}", file=sys.stderr)
         return 0
     if not args.target.isdigit() or args.file:
@@ -323,11 +337,12 @@ def cmd_feedback(settings: Settings, args: argparse.Namespace) -> int:
     reading_id = int(args.target)
     try:
         if args.verdict:
-            views = [feedback.add_feedback(settings, reading_id, args.verdict, args.answer, args.comment)]
+            views = [feedback.add_feedback(settings, reading_id, args.verdict, args.answer, args.comment,
+                                           user=_me(settings))]
         elif args.answer or args.comment:
             raise SystemExit("longread feedback: --answer and --comment go with --verdict correct|incorrect")
         else:
-            views = feedback.reading_feedback(settings, reading_id)
+            views = feedback.reading_feedback(settings, reading_id, user=_me(settings))
     except (feedback.FeedbackError, NotFound) as exc:
         raise SystemExit(f"longread feedback: {exc}") from None
     if args.json:
@@ -436,18 +451,32 @@ def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
 
     from app.services.documents import document_text
 
-    lookup = functools.partial(document_text, settings)  # feedback lines name their document by id
+    lookup = functools.partial(document_text, settings, user=_me(settings))  # feedback lines name their document by id
     source = TaskSource(config.data, AutoTokenizer.from_pretrained(model_path), config.seed, lookup)
-    trainer = Trainer(config, run_dir, model_path, source.draw)
-    if args.resume:
-        trainer.resume()
-    say = print if trainer.rank == 0 else (lambda *_a, **_k: None)  # one voice under torchrun
-    if args.resume:
-        say(f"resuming {run_dir} at step {trainer.step} of {trainer.total_steps}", flush=True)
-    else:
-        say(f"training into {run_dir}: {trainer.total_steps} steps ({config.sft_steps} SFT, {config.rl_steps} RL)",
-            flush=True)
-    trainer.run(max_steps=args.max_steps)
+    rollouts = None
+    if config.rollout_engine == "vllm":
+        import shlex
+
+        from training.rollout_server import VLLMRollouts
+
+        rollouts = VLLMRollouts(settings.vllm_python, model_path, source.tokenizer, config.lora_r,
+                                max_model_len=config.chunk_tokens + 2 * config.memory_tokens + 1024,
+                                log_path=run_dir / "rollout-vllm.log", extra_args=shlex.split(config.rollout_vllm_args))
+        rollouts.start()
+    try:
+        trainer = Trainer(config, run_dir, model_path, source.draw, rollout_server=rollouts)
+        if args.resume:
+            trainer.resume()
+        say = print if trainer.rank == 0 else (lambda *_a, **_k: None)  # one voice under torchrun
+        if args.resume:
+            say(f"resuming {run_dir} at step {trainer.step} of {trainer.total_steps}", flush=True)
+        else:
+            say(f"training into {run_dir}: {trainer.total_steps} steps ({config.sft_steps} SFT, {config.rl_steps} RL)",
+                flush=True)
+        trainer.run(max_steps=args.max_steps)
+    finally:
+        if rollouts:
+            rollouts.close()
     done = trainer.step == trainer.total_steps
     say(f"metrics: {run_dir / 'metrics.jsonl'}, curve: {run_dir / 'curve.png'}"
         + (f", adapter: {run_dir / 'adapter'}" if done else
@@ -476,10 +505,12 @@ def cmd_models(settings: Settings, args: argparse.Namespace) -> int:
     from app.services.errors import NotFound
 
     _migrate(settings)
+    me = _me(settings)
     try:
         with session_scope(settings.resolved_database_url) as s:
             if args.models_command == "add":
-                v = mv.register_version(s, args.name, activate=args.activate, **_version_fields(settings, args))
+                v = mv.register_version(s, args.name, activate=args.activate, user=me,
+                                        **_version_fields(settings, args))
                 print(f"model version {v.id} {v.name!r} registered" + (", active" if args.activate else
                       f"; `longread models activate {v.id}` makes new readings use it"))  # fmt: skip
                 return 0
@@ -487,11 +518,11 @@ def cmd_models(settings: Settings, args: argparse.Namespace) -> int:
                 target = 0 if args.id == "base" else int(args.id) if args.id.isdigit() else -1
                 if target < 0:
                     raise mv.ModelVersionError(f"{args.id!r} is not a version id (or 0 / base)")
-                v = mv.activate_version(s, target)
+                v = mv.activate_version(s, target, me)
                 print(f"new readings use model version {v.id} {v.name!r}" if v else
                       f"new readings use the settings' model ({settings.model})")  # fmt: skip
                 return 0
-            versions = [mv.version_dict(v) for v in mv.list_versions(s)]
+            versions = [mv.version_dict(v) for v in mv.list_versions(s, me)]
     except (mv.ModelVersionError, NotFound) as exc:
         raise SystemExit(f"longread models: {exc}") from None
     if args.json:
@@ -519,6 +550,57 @@ def _version_fields(settings: Settings, args: argparse.Namespace) -> dict:
         chunk_tokens=args.chunk_tokens or run.get("chunk_tokens"), memory_tokens=args.memory_tokens or run.get("memory_tokens"),
         training_run=args.training_run or run.get("training_run"),
     )  # fmt: skip
+
+
+def _read_password(prompt: str) -> str:
+    """A password from standard input: asked for without echo (twice) on a terminal, else its first line."""
+    import getpass
+
+    if sys.stdin.isatty():
+        first = getpass.getpass(prompt)
+        if getpass.getpass("Again: ") != first:
+            raise SystemExit("longread users: the two passwords differ")
+        return first
+    return sys.stdin.readline().rstrip("\r\n")
+
+
+def cmd_users(settings: Settings, args: argparse.Namespace) -> int:
+    """Users: add (password from standard input), list, set-role, set-password, disable, enable."""
+    from dataclasses import asdict
+
+    from app.services import users
+    from app.services.errors import NotFound
+
+    _migrate(settings)
+    me = _me(settings)
+    try:
+        if args.users_command == "add":
+            u = users.add_user(settings, args.name, _read_password(f"Password for {args.name}: "), args.role, user=me)
+            print(f"user {u.id} {u.username!r} added ({u.role})")
+        elif args.users_command == "set-role":
+            u = users.update_user(settings, users.find_user(settings, args.name, user=me).id, role=args.role, user=me)
+            print(f"{u.username} is now {u.role}")
+        elif args.users_command == "set-password":
+            target = users.find_user(settings, args.name, user=me)
+            users.update_user(settings, target.id, password=_read_password(f"New password for {args.name}: "), user=me)
+            print(f"password of {target.username} changed (their sessions and tokens end)")
+        elif args.users_command in ("disable", "enable"):
+            u = users.update_user(settings, users.find_user(settings, args.name, user=me).id,
+                                  disabled=args.users_command == "disable", user=me)  # fmt: skip
+            print(f"{u.username} is {'disabled' if u.disabled else 'enabled'}")
+        else:
+            listed = users.list_users(settings, me)
+            if args.json:
+                print(json.dumps({"users": [{**asdict(u), "created_at": u.created_at.isoformat() if u.created_at
+                                             else None} for u in listed]}))  # fmt: skip
+            else:
+                for u in listed:
+                    state = "disabled" if u.disabled else "active"
+                    print(f"{u.id:>4}  {u.username:<24} {u.role:<7} {state}"
+                          + ("" if u.has_password else "  (no password: cannot sign in)"))
+    except (users.UserError, NotFound) as exc:
+        raise SystemExit(f"longread users: {exc}") from None
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -648,6 +730,25 @@ def build_parser() -> argparse.ArgumentParser:
         "activate", help="new readings use this version (0 or 'base': the settings' model, LONGREAD_MODEL)"
     )
     activate.add_argument("id", metavar="ID")
+    us = sub.add_parser("users", help="users: list, add, set-role, set-password, disable, enable",
+                        description="Without a subcommand: list users. Passwords are read from standard input "
+                        "(asked for without echo on a terminal).")
+    us.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    us.set_defaults(func=cmd_users, users_command=None)
+    us_sub = us.add_subparsers(dest="users_command")
+    us_list = us_sub.add_parser("list", help="every user")
+    us_list.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    us_add = us_sub.add_parser("add", help="add a user; the password is read from standard input")
+    us_add.add_argument("name")
+    us_add.add_argument("--role", choices=["reader", "admin"], default="reader")
+    us_role = us_sub.add_parser("set-role", help="make a user a reader or an admin")
+    us_role.add_argument("name")
+    us_role.add_argument("role", choices=["reader", "admin"])
+    us_pw = us_sub.add_parser("set-password", help="a new password, read from standard input")
+    us_pw.add_argument("name")
+    for verb, text in (("disable", "the user can no longer sign in; their sessions and tokens stop working"),
+                       ("enable", "undo disable")):  # fmt: skip
+        us_sub.add_parser(verb, help=text).add_argument("name")
     return parser
 
 

@@ -54,10 +54,34 @@ def _enum(cls: type[enum.Enum]) -> Enum:
     return Enum(cls, native_enum=False, length=16, validate_strings=True)
 
 
+class Role(str, enum.Enum):
+    reader = "reader"
+    admin = "admin"
+
+
+class User(Base):
+    """A person who signs in. Readers see and touch only their own documents (and everything reached
+    through them: readings, checkpoints, branches, feedback, page images); admins also manage users,
+    model versions and training. `local` is the admin the embedded mode and the CLI act as (created by
+    migration 0007; it has no password and cannot sign in until it is given one)."""
+
+    __tablename__ = "user_account"  # "user" is a reserved word in PostgreSQL
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    username: Mapped[str] = mapped_column(String(64), unique=True)
+    #: argon2id hash (app/services/users.py); None: no password, cannot sign in
+    password_hash: Mapped[str | None] = mapped_column(String(200))
+    role: Mapped[Role] = mapped_column(_enum(Role), default=Role.reader)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class Document(Base):
     __tablename__ = "document"
 
     id: Mapped[int] = mapped_column(primary_key=True)
+    #: who uploaded it; the same bytes uploaded by two people are two documents sharing one stored blob
+    owner_id: Mapped[int] = mapped_column(ForeignKey("user_account.id"), index=True)
     #: the document's own title (PDF metadata, <title>, DOCX/EPUB properties), else the file name
     title: Mapped[str] = mapped_column(String(300))
     #: the client's file name, cleaned (never used to store or to decide the format)

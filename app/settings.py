@@ -14,6 +14,11 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+#: values of LONGREAD_SECRET_KEY that are refused in production (examples people copy)
+PLACEHOLDER_SECRETS = {"change-me", "changeme", "secret", "please-change-me", "change-me-please", "longread",
+                       "replace-me", "xxx", "default"}
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LONGREAD_")
 
@@ -106,10 +111,34 @@ class Settings(BaseSettings):
         5, ge=0, description="On Ctrl-C or SIGTERM, how long open connections (a browser tab's event stream) "
         "may take to finish before the web app closes them, seconds.",
     )
+    mode: Literal["embedded", "production"] = Field(
+        "embedded",
+        description="`embedded`: one person on one machine; the app opens straight to the UI, acting as the "
+        "local admin user `local` (no sign-in). `production`: sign-in required (every route but the sign-in "
+        "page, /healthz and static files answers 401 without a session or a bearer token); needs SECRET_KEY "
+        "and PostgreSQL.",
+    )
+    secret_key: str = Field(
+        "",
+        description="Signs session cookies and API tokens; required in production (e.g. `python -c 'import "
+        "secrets; print(secrets.token_urlsafe(32))'`). Empty in embedded mode: a random key per process.",
+    )
+    token_ttl_s: int = Field(
+        12 * 3600, ge=60, description="How long an API bearer token and a browser session stay valid, seconds."
+    )
+    secure_cookies: bool = Field(
+        False, description="Send the session cookie over HTTPS only (set when the app is served behind TLS)."
+    )
     stale_after_s: int = Field(
         30, ge=1, description="A running reading whose heartbeat is older than this is resumed by another "
         "worker (its runner refreshes it every quarter of this while it lives, however long a step takes), "
         "and the page says it waits for a worker.",
+    )
+    max_attempts: int = Field(
+        3, ge=1, description="How many times a reading's worker may stop mid-reading (killed, out of memory, "
+        "crashed: its heartbeat went stale) before the reading is failed with an error that says so, instead "
+        "of being taken up again and crashing one worker after another. Resuming it (retry) starts the count "
+        "again and reads on from its last checkpoint. The model server being unreachable does not count.",
     )
 
     @model_validator(mode="after")
@@ -120,6 +149,26 @@ class Settings(BaseSettings):
                 "or use LONGREAD_ENGINE=vllm-local to start a local vLLM server"
             )
         return self
+
+    def serving_problems(self) -> list[str]:
+        """What keeps the web app from starting in production mode, each saying what to set; [] when
+        it may start (embedded mode always may)."""
+        if self.mode != "production":
+            return []
+        problems = []
+        key = self.secret_key.strip()
+        if not key or key.lower() in PLACEHOLDER_SECRETS or len(key) < 16:
+            problems.append(
+                "LONGREAD_MODE=production needs LONGREAD_SECRET_KEY set to a long random value (at least 16 "
+                "characters, not a placeholder), e.g. the output of "
+                "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+            )
+        if self.resolved_database_url.startswith("sqlite"):
+            problems.append(
+                "LONGREAD_MODE=production needs PostgreSQL, not SQLite: set LONGREAD_DATABASE_URL, e.g. "
+                "postgresql+psycopg://longread:PASSWORD@db:5432/longread"
+            )
+        return problems
 
     @property
     def resolved_database_url(self) -> str:

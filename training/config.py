@@ -95,6 +95,11 @@ class TrainConfig(BaseModel):
     temperature: float = Field(
         0.7, gt=0, description="Sampling temperature of the rollouts (log-probabilities are taken at the same "
         "temperature). MemAgent samples its 7B/14B models at 1.0; SmolLM2-135M writes noise at 1.0.")
+    rollout_engine: Literal["policy", "vllm"] = Field(
+        "policy", description="Who samples the rollouts: `policy`, the model being trained, in this process; `vllm`, "
+        "a vLLM server the trainer starts (LONGREAD_VLLM_PYTHON) that serves the base model and hot-loads the "
+        "policy's adapter every step (MemAgent's way on GPUs; faster on the CPU too). `vllm` needs LoRA.")
+    rollout_vllm_args: str = Field("", description="Extra flags for that vLLM server, e.g. `--gpu-memory-utilization 0.5`.")
     scale_advantage_by_std: bool = Field(False, description="Divide advantages by the group's std (GRPO) or not (MemAgent, Dr. GRPO).")
     filter_equal_groups: bool = Field(True, description="Drop groups whose rollouts all earned the same reward (they carry no signal).")
     eps_low: float = Field(0.2, gt=0, lt=1, description="Lower clip range of the probability ratio.")
@@ -115,6 +120,8 @@ class TrainConfig(BaseModel):
             raise ValueError("sft_steps and rl_steps are both 0: set one of them above 0")
         if self.lora_r == 0 and self.init_adapter is not None:
             raise ValueError("init_adapter needs LoRA: set lora_r above 0 or remove init_adapter")
+        if self.rollout_engine == "vllm" and self.lora_r == 0:
+            raise ValueError("rollout_engine vllm hot-loads LoRA adapters: set lora_r above 0 or use rollout_engine policy")
         if self.eps_high < self.eps_low:
             raise ValueError("eps_high below eps_low narrows the upper range: use eps_high >= eps_low (0.2-0.28)")
         return self

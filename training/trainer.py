@@ -44,6 +44,7 @@ from training.algorithms import clipped_policy_loss, group_advantages, informati
 from training.config import TrainConfig
 from training.policy import Row, completion_log_probs, load_policy, micro_batches, prompt_ids, \
     reference_log_probs, target_ids
+from training.rollout_server import VLLMRollouts, copy_adapter
 from training.tasks import NO_EVIDENCE_MEMORY, Task, oracle_answer, oracle_memories
 from training.verifier import predicted_answer, reward, score
 
@@ -61,7 +62,7 @@ class StepResult:
 
 class Trainer:
     def __init__(self, config: TrainConfig, run_dir: Path, model_path: Path, draw: Draw,
-                 log: Callable[[str], None] = print):
+                 log: Callable[[str], None] = print, rollout_server: VLLMRollouts | None = None):
         self.config = config
         self.run_dir = Path(run_dir)
         self.draw = draw
@@ -82,8 +83,11 @@ class Trainer:
             TransformersEngine.from_model(self.model, self.tokenizer, max_batch=64),
             AgentConfig(config.chunk_tokens, config.memory_tokens, config.answer_tokens, config.template_set),
         )
+        self.rollout_server = rollout_server
         self.step = 0
         self.dist = _distributed()
+        if self.dist and rollout_server:
+            raise ValueError("rollout_engine vllm runs in one process; launch it without torchrun/accelerate")
         self.rank = self.dist.get_rank() if self.dist else 0
         self.world = self.dist.get_world_size() if self.dist else 1
 
@@ -172,7 +176,11 @@ class Trainer:
         g = self.config.group_size
         items = [(t.question, t.document) for t in tasks for _ in range(g)]
         torch.manual_seed(self._seed())
-        trajectories = self.agent.read_batch(items, temperature=self.config.temperature)
+        agent = self.agent
+        if self.rollout_server:  # the server samples the adapter as it is now
+            adapter = copy_adapter(self.model, self.run_dir / "rollout-adapter")
+            agent = MemoryAgent(self.rollout_server.engine(adapter, f"policy-{self.step}"), self.agent.config)
+        trajectories = agent.read_batch(items, temperature=self.config.temperature)
         return [trajectories[i * g:(i + 1) * g] for i in range(len(tasks))]
 
     def rl_step(self) -> StepResult:

@@ -69,14 +69,19 @@ def read_pending() -> None:
 
 def _sweep() -> None:
     """Find readings that no task will pick up: left running by a dead worker (their heartbeat
-    goes stale) or queued while the broker lost its message. The DB, not the broker, is the truth."""
+    goes stale) or queued while the broker lost its message. The DB, not the broker, is the truth.
+    A reading of a dead worker is so taken up by a live one within about 1.5 x stale_after_s; one
+    waiting for the model server is tried again every stale_after_s / 2."""
     while True:
-        if not _pass_running.is_set():
-            with session_scope(settings.resolved_database_url) as s:
-                n = count_claimable(s, settings)
-            if n:
-                log.warning("%d readings wait with no pass running: starting one", n)
-                request_reading_pass(settings)
+        try:
+            if not _pass_running.is_set():
+                with session_scope(settings.resolved_database_url) as s:
+                    n = count_claimable(s, settings)
+                if n:
+                    log.warning("%d readings wait with no pass running: starting one", n)
+                    request_reading_pass(settings)
+        except Exception:  # the database or the broker restarting must not end the sweeper
+            log.exception("the sweeper could not look for waiting readings; trying again")
         time.sleep(max(1.0, settings.stale_after_s / 2))
 
 

@@ -1,6 +1,7 @@
 """Thin routes over app.services: each calls the one service function of its action (which validates,
 commits and enqueues) and copies its view into a schema; service errors map to HTTP errors in one
-place (app.web)."""
+place (app.web). Every route acts as the request's user (app/api/auth.py), which the services check:
+another user's id answers 404 exactly as a missing one does."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from fastapi import APIRouter, Depends, Request, Response, UploadFile, status
 from fastapi.responses import FileResponse, StreamingResponse
 from sqlalchemy.orm import Session
 
+from app.api.auth import UserDep
 from app.api.schemas import (
     AskIn,
     CheckpointOut,
@@ -56,24 +58,25 @@ def get_health(session: SessionDep) -> HealthOut:
 
 
 @router.post("/documents", status_code=status.HTTP_201_CREATED)
-def upload_document(file: UploadFile, settings: SettingsDep, response: Response) -> DocumentOut:
+def upload_document(file: UploadFile, settings: SettingsDep, response: Response, user: UserDep) -> DocumentOut:
     """201 with a new document; 200 with the earlier one when these bytes were uploaded before."""
     limit = settings.max_upload_mb * 1024 * 1024
     data = file.file.read(limit + 1)  # never read more than the limit into memory
-    doc, existing = documents.add_document(settings, file.filename, data)
+    doc, existing = documents.add_document(settings, file.filename, data, user=user)
     if existing:
         response.status_code = status.HTTP_200_OK
     return out(DocumentOut, doc)
 
 
 @router.get("/documents")
-def list_documents(settings: SettingsDep) -> list[DocumentOut]:
-    return [out(DocumentOut, d) for d in documents.all_documents(settings)]
+def list_documents(settings: SettingsDep, user: UserDep) -> list[DocumentOut]:
+    """The caller's documents, newest first."""
+    return [out(DocumentOut, d) for d in documents.all_documents(settings, user=user)]
 
 
 @router.get("/documents/{document_id}")
-def get_document(document_id: int, settings: SettingsDep) -> DocumentOut:
-    return out(DocumentOut, documents.show_document(settings, document_id))
+def get_document(document_id: int, settings: SettingsDep, user: UserDep) -> DocumentOut:
+    return out(DocumentOut, documents.show_document(settings, document_id, user=user))
 
 
 @router.get(
@@ -83,90 +86,92 @@ def get_document(document_id: int, settings: SettingsDep) -> DocumentOut:
                404: {"description": "No such document or page, or the document is not a PDF"},
                422: {"description": "The page could not be rendered"}},
 )  # fmt: skip
-def get_page_image(document_id: int, page: int, settings: SettingsDep) -> FileResponse:
+def get_page_image(document_id: int, page: int, settings: SettingsDep, user: UserDep) -> FileResponse:
     """Page `page` (1-based) of a PDF document as an image, rendered once and cached: the page a
     provenance passage is printed on."""
-    path = documents.page_image(settings, document_id, page)
+    path = documents.page_image(settings, document_id, page, user=user)
     return FileResponse(path, media_type="image/png", headers={"Cache-Control": "private, max-age=86400"})
 
 
 @router.post("/documents/{document_id}/readings", status_code=status.HTTP_201_CREATED)
-def ask(document_id: int, body: AskIn, settings: SettingsDep) -> ReadingOut:
-    (reading,) = readings.ask(settings, document_id, [body.question], body.chunk_tokens, body.memory_tokens)
+def ask(document_id: int, body: AskIn, settings: SettingsDep, user: UserDep) -> ReadingOut:
+    (reading,) = readings.ask(settings, document_id, [body.question], body.chunk_tokens, body.memory_tokens,
+                              user=user)
     return out(ReadingOut, reading)
 
 
 @router.get("/documents/{document_id}/readings")
-def list_readings(document_id: int, settings: SettingsDep) -> list[ReadingOut]:
-    return [out(ReadingOut, r) for r in readings.document_readings(settings, document_id)]
+def list_readings(document_id: int, settings: SettingsDep, user: UserDep) -> list[ReadingOut]:
+    return [out(ReadingOut, r) for r in readings.document_readings(settings, document_id, user=user)]
 
 
 @router.get("/readings/{reading_id}")
-def get_reading(reading_id: int, settings: SettingsDep) -> ReadingOut:
-    return out(ReadingOut, readings.show(settings, reading_id))
+def get_reading(reading_id: int, settings: SettingsDep, user: UserDep) -> ReadingOut:
+    return out(ReadingOut, readings.show(settings, reading_id, user=user))
 
 
 @router.get("/readings/{reading_id}/checkpoints")
-def get_checkpoints(reading_id: int, settings: SettingsDep, with_chunks: bool = False) -> CheckpointsOut:
+def get_checkpoints(reading_id: int, settings: SettingsDep, user: UserDep, with_chunks: bool = False) -> CheckpointsOut:
     """Every checkpoint of the reading, step by step; `with_chunks=true` adds the text of the chunk each read."""
-    r = readings.show(settings, reading_id, with_chunks=with_chunks)
+    r = readings.show(settings, reading_id, with_chunks=with_chunks, user=user)
     return CheckpointsOut(reading_id=r.id, checkpoints=[out(CheckpointOut, c) for c in r.checkpoints])
 
 
 @router.get("/readings/{reading_id}/checkpoints/{step}")
-def get_step(reading_id: int, step: int, settings: SettingsDep) -> StepOut:
+def get_step(reading_id: int, step: int, settings: SettingsDep, user: UserDep) -> StepOut:
     """One step with the text of its chunk and the memory before it: a timeline loads steps one at a time."""
-    return out(StepOut, readings.step(settings, reading_id, step))
+    return out(StepOut, readings.step(settings, reading_id, step, user=user))
 
 
 @router.get("/readings/{reading_id}/provenance")
-def get_provenance(reading_id: int, settings: SettingsDep) -> list[SourceOut]:
+def get_provenance(reading_id: int, settings: SettingsDep, user: UserDep) -> list[SourceOut]:
     """For each sentence of the final memory and of the answer: the step where it entered the memory,
     that step's pages, and the passage of its chunk that matches it best."""
-    return [out(SourceOut, x) for x in provenance.provenance(settings, reading_id)]
+    return [out(SourceOut, x) for x in provenance.provenance(settings, reading_id, user=user)]
 
 
 @router.post("/readings/{reading_id}/branches", status_code=status.HTTP_201_CREATED)
-def edit(reading_id: int, body: EditIn, settings: SettingsDep) -> ReadingOut:
+def edit(reading_id: int, body: EditIn, settings: SettingsDep, user: UserDep) -> ReadingOut:
     """Edit the memory at a step and resume from it: returns the new branch (queued), which shares the
     reading's earlier steps, has the edited memory as that step and reads on from the next chunk. The
     original reading never changes; editing the last step only re-answers."""
-    return out(ReadingOut, readings.edit(settings, reading_id, body.step, body.memory, edited_by="api"))
+    return out(ReadingOut, readings.edit(settings, reading_id, body.step, body.memory, edited_by=f"api:{user.username}",
+                                         user=user))
 
 
 @router.get("/readings/{reading_id}/branches")
-def list_branches(reading_id: int, settings: SettingsDep) -> list[ReadingOut]:
+def list_branches(reading_id: int, settings: SettingsDep, user: UserDep) -> list[ReadingOut]:
     """Every branch made from the reading and from its branches (a tree: follow `parent_reading_id`), by id."""
-    return [out(ReadingOut, r) for r in readings.branches(settings, reading_id)]
+    return [out(ReadingOut, r) for r in readings.branches(settings, reading_id, user=user)]
 
 
 @router.post("/readings/{reading_id}/cancel")
-def cancel(reading_id: int, settings: SettingsDep) -> ReadingOut:
-    return out(ReadingOut, readings.cancel(settings, reading_id))
+def cancel(reading_id: int, settings: SettingsDep, user: UserDep) -> ReadingOut:
+    return out(ReadingOut, readings.cancel(settings, reading_id, user=user))
 
 
 @router.post("/readings/{reading_id}/retry")
-def retry(reading_id: int, settings: SettingsDep) -> ReadingOut:
-    return out(ReadingOut, readings.retry(settings, reading_id))
+def retry(reading_id: int, settings: SettingsDep, user: UserDep) -> ReadingOut:
+    return out(ReadingOut, readings.retry(settings, reading_id, user=user))
 
 
 @router.post("/readings/{reading_id}/feedback", status_code=status.HTTP_201_CREATED)
-def add_feedback(reading_id: int, body: FeedbackIn, settings: SettingsDep) -> FeedbackOut:
+def add_feedback(reading_id: int, body: FeedbackIn, settings: SettingsDep, user: UserDep) -> FeedbackOut:
     """Judge a finished reading's answer; a later verdict on the same reading is added, and the latest counts."""
     return out(FeedbackOut, feedback.add_feedback(settings, reading_id, body.verdict, body.corrected_answer,
-                                                  body.comment))  # fmt: skip
+                                                  body.comment, user=user))  # fmt: skip
 
 
 @router.get("/readings/{reading_id}/feedback")
-def list_reading_feedback(reading_id: int, settings: SettingsDep) -> list[FeedbackOut]:
+def list_reading_feedback(reading_id: int, settings: SettingsDep, user: UserDep) -> list[FeedbackOut]:
     """Every verdict on the reading, newest first."""
-    return [out(FeedbackOut, f) for f in feedback.reading_feedback(settings, reading_id)]
+    return [out(FeedbackOut, f) for f in feedback.reading_feedback(settings, reading_id, user=user)]
 
 
 @router.get("/documents/{document_id}/feedback")
-def list_document_feedback(document_id: int, settings: SettingsDep) -> list[FeedbackOut]:
+def list_document_feedback(document_id: int, settings: SettingsDep, user: UserDep) -> list[FeedbackOut]:
     """Every verdict on the document's readings, newest first."""
-    return [out(FeedbackOut, f) for f in feedback.document_feedback(settings, document_id)]
+    return [out(FeedbackOut, f) for f in feedback.document_feedback(settings, document_id, user=user)]
 
 
 @router.get(
@@ -176,7 +181,9 @@ def list_document_feedback(document_id: int, settings: SettingsDep) -> list[Feed
                      "description": "JSON Lines: one judged reading a line, its latest verdict (README: "
                      "Feedback export format)"}},
 )  # fmt: skip
-def export_feedback(settings: SettingsDep, with_text: bool = False) -> StreamingResponse:
-    """The feedback as training data; `with_text=true` adds each document's whole text (`document_text`)."""
-    return StreamingResponse(feedback.export_lines(settings, with_text=with_text), media_type="application/jsonl",
+def export_feedback(settings: SettingsDep, user: UserDep, with_text: bool = False) -> StreamingResponse:
+    """The feedback as training data; `with_text=true` adds each document's whole text (`document_text`).
+    A reader's export holds their own documents' feedback, an admin's everyone's."""
+    lines = list(feedback.export_lines(settings, with_text=with_text, user=user))  # errors before the 200
+    return StreamingResponse(iter(lines), media_type="application/jsonl",
                              headers={"Content-Disposition": 'attachment; filename="feedback.jsonl"'})  # fmt: skip

@@ -4,7 +4,11 @@ The bytes are untrusted: the size is checked before anything else, the original 
 its SHA-256 (never under the client's file name), and the format is decided and the text
 extracted in a sandboxed child process (app/documents/sandbox.py). A file that cannot be parsed
 is kept, marked failed, with the message the parser gave; the caller carries on. The same bytes
-uploaded again are the same document (its readings are the reader's history), not a copy.
+uploaded again by the same user are the same document (its readings are the reader's history), not a
+copy; uploaded by another user they are that user's own document, sharing the stored blob.
+
+Every function that takes a document id takes the acting user (app/services/users.py): another
+user's document answers NotFound exactly as a missing one does.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from app.documents.pages import render_untrusted
 from app.documents.sandbox import DEFAULT_LIMITS, ParseLimits, parse_untrusted
 from app.documents.storage import blob_path, store_blob
 from app.models import Document, DocumentStatus
-from app.services.errors import NotFound
+from app.services.errors import NotFound, valid_id
+from app.services.users import UserView, can_see, local_admin, resolve_actor
 from app.services.llm import tokenizer_for
 from app.services.views import DocumentView, document_view
 from app.settings import Settings
@@ -50,19 +55,22 @@ class Upload:
 
 
 def upload(session: Session, settings: Settings, filename: str | None, data: bytes,
-           limits: ParseLimits = DEFAULT_LIMITS) -> Upload:
-    """Store the file and extract its text, or find the document these bytes were uploaded as
-    (same SHA-256; there are no owners yet, so any earlier upload). A file that cannot be parsed
-    is kept, marked failed; uploading it again parses it again (the failure may have been a limit
-    of a busy machine), in the same document."""
+           limits: ParseLimits = DEFAULT_LIMITS, owner: UserView | None = None) -> Upload:
+    """Store the file and extract its text, or find the document `owner` uploaded these bytes as
+    (same SHA-256; only the owner's own documents count: another user's upload of the same bytes
+    shares the stored blob, never the document). `owner` None: the local admin. A file that cannot be
+    parsed is kept, marked failed; uploading it again parses it again (the failure may have been a
+    limit of a busy machine), in the same document."""
     if len(data) > settings.max_upload_mb * 1024 * 1024:
         raise UploadError(f"the file is larger than the {settings.max_upload_mb} MiB limit")
+    owner_id = owner.id if owner is not None else local_admin(session).id
     sha256 = store_blob(settings.blob_dir, data)
-    doc = session.scalars(select(Document).where(Document.sha256 == sha256).order_by(Document.id)).first()
+    doc = session.scalars(select(Document).where(Document.sha256 == sha256, Document.owner_id == owner_id)
+                          .order_by(Document.id)).first()  # fmt: skip
     if doc is None:
         name = clean_title(filename)
         doc = Document(title=name, filename=name, format="unknown", sha256=sha256, size_bytes=len(data),
-                       status=DocumentStatus.parsing)
+                       status=DocumentStatus.parsing, owner_id=owner_id)
         session.add(doc)
         session.flush()
         _parse(settings, doc, data, limits)
@@ -73,9 +81,9 @@ def upload(session: Session, settings: Settings, filename: str | None, data: byt
 
 
 def ingest(session: Session, settings: Settings, filename: str | None, data: bytes,
-           limits: ParseLimits = DEFAULT_LIMITS) -> Document:
+           limits: ParseLimits = DEFAULT_LIMITS, owner: UserView | None = None) -> Document:
     """upload(), for callers that want only the document."""
-    return upload(session, settings, filename, data, limits).document
+    return upload(session, settings, filename, data, limits, owner).document
 
 
 def _parse(settings: Settings, doc: Document, data: bytes, limits: ParseLimits) -> None:
@@ -106,17 +114,23 @@ def document_page_unit(doc: Document) -> str:
     return page_unit(doc.format)
 
 
-def list_documents(session: Session) -> list[Document]:
-    return list(session.scalars(select(Document).order_by(Document.id.desc())))
+def list_documents(session: Session, user: UserView | None = None) -> list[Document]:
+    """`user`'s own documents (admins too: a list is one's own), newest first; None: every document."""
+    query = select(Document).order_by(Document.id.desc())
+    if user is not None:
+        query = query.where(Document.owner_id == user.id)
+    return list(session.scalars(query))
 
 
-def get_document(session: Session, document_id: int) -> Document | None:
-    return session.get(Document, document_id)
+def get_document(session: Session, document_id: int, user: UserView | None = None) -> Document | None:
+    """The document if `user` may see it (None: the system), else None."""
+    doc = session.get(Document, document_id) if valid_id(document_id) else None
+    return doc if doc is not None and can_see(user, doc.owner_id) else None
 
 
-def require_document(session: Session, document_id: int) -> Document:
-    """The document, or NotFound."""
-    doc = session.get(Document, document_id)
+def require_document(session: Session, document_id: int, user: UserView | None = None) -> Document:
+    """The document, or NotFound: also when it is another user's (the same answer as a missing one)."""
+    doc = get_document(session, document_id, user)
     if doc is None:
         raise NotFound(f"no document {document_id}")
     return doc
@@ -125,33 +139,37 @@ def require_document(session: Session, document_id: int) -> Document:
 # --- the use cases: one transaction each ----------------------------------------------------------
 
 
-def add_document(settings: Settings, filename: str | None, data: bytes) -> tuple[DocumentView, bool]:
-    """Upload (or `longread ingest`): store and parse the file, committed. Returns the document (with
-    its page map) and whether these bytes had been uploaded before (then it is that earlier document)."""
+def add_document(settings: Settings, filename: str | None, data: bytes, *,
+                 user: UserView | None = None) -> tuple[DocumentView, bool]:
+    """Upload (or `longread ingest`): store and parse the file as the user's document, committed.
+    Returns the document (with its page map) and whether the user had uploaded these bytes before
+    (then it is that earlier document)."""
     with session_scope(settings.resolved_database_url) as s:
-        up = upload(s, settings, filename, data)
+        up = upload(s, settings, filename, data, owner=resolve_actor(s, settings, user))
         return document_view(up.document, settings, with_page_map=True), up.existing
 
 
-def show_document(settings: Settings, document_id: int, *, with_page_map: bool = True) -> DocumentView:
-    """The document (NotFound if none), with its reading estimate and page map."""
+def show_document(settings: Settings, document_id: int, *, with_page_map: bool = True,
+                  user: UserView | None = None) -> DocumentView:
+    """The document (NotFound if none or not the user's), with its reading estimate and page map."""
     with session_scope(settings.resolved_database_url) as s:
-        return document_view(require_document(s, document_id), settings, with_page_map=with_page_map)
+        doc = require_document(s, document_id, resolve_actor(s, settings, user))
+        return document_view(doc, settings, with_page_map=with_page_map)
 
 
-def document_text(settings: Settings, document_id: int) -> str:
+def document_text(settings: Settings, document_id: int, *, user: UserView | None = None) -> str:
     """A parsed document's text (NotFound if none or not parsed): what training reads for feedback."""
     with session_scope(settings.resolved_database_url) as s:
-        text = require_document(s, document_id).text
+        text = require_document(s, document_id, resolve_actor(s, settings, user)).text
     if text is None:
         raise NotFound(f"document {document_id} has no text (it was not parsed)")
     return text
 
 
-def all_documents(settings: Settings) -> list[DocumentView]:
-    """Every document, newest first, without page maps."""
+def all_documents(settings: Settings, *, user: UserView | None = None) -> list[DocumentView]:
+    """The user's documents, newest first, without page maps."""
     with session_scope(settings.resolved_database_url) as s:
-        return [document_view(d, settings) for d in list_documents(s)]
+        return [document_view(d, settings) for d in list_documents(s, resolve_actor(s, settings, user))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,12 +247,12 @@ def estimate_reading(token_count: int | None, settings: Settings, chunk_tokens: 
 # ---------------------------------------------------------------------------------------------
 
 
-def page_image(settings: Settings, document_id: int, page: int) -> Path:
+def page_image(settings: Settings, document_id: int, page: int, *, user: UserView | None = None) -> Path:
     """The PNG of page `page` (1-based) of the document's own stored PDF, rendered once (in a limited
     child process) and cached under the data directory. NotFound if there is no such document, it is
     not a PDF, or it has no such page; PageRenderError if PDFium cannot render the page."""
     with session_scope(settings.resolved_database_url) as s:
-        doc = require_document(s, document_id)
+        doc = require_document(s, document_id, resolve_actor(s, settings, user))
         fmt, sha256, pages = doc.format, doc.sha256, len(doc.page_starts or [])
     if fmt != "pdf":
         raise NotFound(f"document {document_id} is not a PDF: it has no page images")

@@ -7,6 +7,9 @@ Each row of the export is one judged reading with its latest verdict:
     {"reading_id", "document_id", "question", "answer" (the model's), "verdict" ("correct" |
      "incorrect"), "corrected_answer", "comment", "final_memory", "created_at" (of the verdict),
      "document_text" (only when asked for)}
+
+Feedback is reached through its reading's document: a reader judges, lists and exports only their
+own; an admin's export holds everyone's (it is the training data).
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from sqlalchemy.orm import Session
 
 from app.db import session_scope
 from app.models import Checkpoint, Document, Feedback, Reading, ReadingStatus, Verdict
-from app.services.errors import NotFound
+from app.services.documents import require_document
 from app.services.readings import require_reading
+from app.services.users import UserView, resolve_actor
 from app.settings import Settings
 
 MAX_ANSWER_CHARS = 4000
@@ -74,13 +78,13 @@ def _text(value: str | None, name: str, limit: int) -> str | None:
 
 
 def record_feedback(session: Session, reading_id: int, verdict: str, corrected_answer: str | None = None,
-                    comment: str | None = None) -> Feedback:
+                    comment: str | None = None, user: UserView | None = None) -> Feedback:
     """A new verdict on a finished reading's answer (flushed, not committed)."""
     if verdict not in VERDICTS:
         raise FeedbackError(f"verdict must be one of {', '.join(VERDICTS)} (got {verdict!r})")
     corrected_answer = _text(corrected_answer, "the corrected answer", MAX_ANSWER_CHARS)
     comment = _text(comment, "the comment", MAX_COMMENT_CHARS)
-    r = require_reading(session, reading_id)
+    r = require_reading(session, reading_id, user)
     if r.status != ReadingStatus.done:
         raise FeedbackError(f"reading {reading_id} is {r.status.value}: only an answered reading can be judged")
     f = Feedback(reading_id=r.id, verdict=Verdict(verdict), corrected_answer=corrected_answer, comment=comment)
@@ -93,38 +97,43 @@ def record_feedback(session: Session, reading_id: int, verdict: str, corrected_a
 
 
 def add_feedback(settings: Settings, reading_id: int, verdict: str, corrected_answer: str | None = None,
-                 comment: str | None = None) -> FeedbackView:
+                 comment: str | None = None, *, user: UserView | None = None) -> FeedbackView:
     """Judge a reading's answer: correct or incorrect, optionally with the right answer and a comment."""
     with session_scope(settings.resolved_database_url) as s:
-        return _view(record_feedback(s, reading_id, verdict, corrected_answer, comment))
+        actor = resolve_actor(s, settings, user)
+        return _view(record_feedback(s, reading_id, verdict, corrected_answer, comment, actor))
 
 
-def reading_feedback(settings: Settings, reading_id: int) -> list[FeedbackView]:
-    """Every verdict on the reading, newest first; NotFound if there is no such reading."""
+def reading_feedback(settings: Settings, reading_id: int, *, user: UserView | None = None) -> list[FeedbackView]:
+    """Every verdict on the reading, newest first; NotFound if there is no such reading (or not the user's)."""
     with session_scope(settings.resolved_database_url) as s:
-        require_reading(s, reading_id)
+        require_reading(s, reading_id, resolve_actor(s, settings, user))
         rows = s.scalars(select(Feedback).where(Feedback.reading_id == reading_id).order_by(Feedback.id.desc()))
         return [_view(f) for f in rows]
 
 
-def document_feedback(settings: Settings, document_id: int) -> list[FeedbackView]:
-    """Every verdict on the document's readings, newest first; NotFound if there is no such document."""
+def document_feedback(settings: Settings, document_id: int, *, user: UserView | None = None) -> list[FeedbackView]:
+    """Every verdict on the document's readings, newest first; NotFound if there is no such document
+    (or not the user's)."""
     with session_scope(settings.resolved_database_url) as s:
-        if s.get(Document, document_id) is None:
-            raise NotFound(f"no document {document_id}")
+        require_document(s, document_id, resolve_actor(s, settings, user))
         rows = s.scalars(select(Feedback).join(Reading).where(Reading.document_id == document_id)
                          .order_by(Feedback.id.desc()))  # fmt: skip
         return [_view(f) for f in rows]
 
 
-def export_rows(settings: Settings, *, with_text: bool = False) -> list[dict]:
+def export_rows(settings: Settings, *, with_text: bool = False, user: UserView | None = None) -> list[dict]:
     """One dict per judged reading (its latest verdict), by reading id: the JSON Lines export's rows.
-    `with_text` adds the document's whole text as `document_text` (training then needs no database)."""
+    `with_text` adds the document's whole text as `document_text` (training then needs no database).
+    A reader's export holds their own documents' feedback; an admin's everyone's."""
     rows = []
     with session_scope(settings.resolved_database_url) as s:
+        actor = resolve_actor(s, settings, user)
         latest = select(func.max(Feedback.id)).group_by(Feedback.reading_id).scalar_subquery()
-        judged = s.execute(select(Feedback, Reading).join(Reading).where(Feedback.id.in_(latest))
-                           .order_by(Reading.id)).all()  # fmt: skip
+        query = select(Feedback, Reading).join(Reading).where(Feedback.id.in_(latest)).order_by(Reading.id)
+        if not actor.is_admin:
+            query = query.join(Document, Document.id == Reading.document_id).where(Document.owner_id == actor.id)
+        judged = s.execute(query).all()
         texts: dict[int, str] = {}
         for f, r in judged:
             last = s.scalars(select(Checkpoint).where(Checkpoint.reading_id == r.id)
@@ -148,20 +157,20 @@ def export_rows(settings: Settings, *, with_text: bool = False) -> list[dict]:
     return rows
 
 
-def export_lines(settings: Settings, *, with_text: bool = False) -> Iterator[str]:
+def export_lines(settings: Settings, *, with_text: bool = False, user: UserView | None = None) -> Iterator[str]:
     """The export as JSON Lines, one line (ending in a newline) per judged reading. The rows are read
     in one transaction before the first line is given out."""
-    for row in export_rows(settings, with_text=with_text):
+    for row in export_rows(settings, with_text=with_text, user=user):
         yield json.dumps(row, ensure_ascii=False).translate(_LINE_BREAKS) + "\n"
 
 
-def export_file(settings: Settings, path: Path, *, with_text: bool = False) -> int:
+def export_file(settings: Settings, path: Path, *, with_text: bool = False, user: UserView | None = None) -> int:
     """Write the export to `path` (replaced whole, never left half-written); returns the number of lines."""
     path = Path(path)
     tmp = path.with_name(path.name + ".part")
     n = 0
     with tmp.open("w", encoding="utf-8") as out:
-        for line in export_lines(settings, with_text=with_text):
+        for line in export_lines(settings, with_text=with_text, user=user):
             out.write(line)
             n += 1
     tmp.replace(path)

@@ -11,6 +11,9 @@ MODEL_CACHE_DIR/merged (inference/adapters.py), and that folder is the model of 
 and `vllm-local` engines. With the `openai` engine the weights live on the server: the version's
 name is the served model name to request (e.g. vLLM's `--lora-modules NAME=ADAPTER_DIR` or
 `--served-model-name NAME`).
+
+Registering, listing and activating versions is for admins (`user=`: the acting user; the CLI acts as
+the local admin; None: the system itself).
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from sqlalchemy.orm import Session
 
 from app.db import session_scope
 from app.models import ModelVersion
-from app.services.errors import NotFound
+from app.services.errors import NotFound, valid_id
+from app.services.users import UserView, require_admin
 from app.settings import Settings
 from inference.models import BUNDLED, READER
 from inference.templates import TEMPLATE_SETS
@@ -49,8 +53,10 @@ def register_version(
     memory_tokens: int | None = None,
     training_run: str | Path | None = None,
     activate: bool = False,
+    user: UserView | None = None,
 ) -> ModelVersion:
     """Store a new version (inactive unless `activate`). An adapter folder must hold a peft adapter."""
+    require_admin(user)
     name = name.strip()
     if not name:
         raise ModelVersionError("a model version needs a name")
@@ -87,17 +93,19 @@ def _adapter_hint(folder: Path) -> str:
     return ""
 
 
-def list_versions(session: Session) -> list[ModelVersion]:
-    """Every version, oldest first."""
+def list_versions(session: Session, user: UserView | None = None) -> list[ModelVersion]:
+    """Every version, oldest first (admins)."""
+    require_admin(user)
     return list(session.scalars(select(ModelVersion).order_by(ModelVersion.id)))
 
 
-def activate_version(session: Session, version_id: int | None) -> ModelVersion | None:
+def activate_version(session: Session, version_id: int | None, user: UserView | None = None) -> ModelVersion | None:
     """Make `version_id` the only active version, in one statement (so in one transaction); None or 0
-    deactivates all: new readings then use the settings' model."""
+    deactivates all: new readings then use the settings' model (admins)."""
+    require_admin(user)
     version = None
     if version_id:
-        version = session.get(ModelVersion, version_id)
+        version = session.get(ModelVersion, version_id) if valid_id(version_id) else None
         if version is None:
             raise NotFound(f"no model version {version_id}")
     # One UPDATE of every row: two concurrent activations cannot leave two versions active.

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from app.db import session_scope
 from app.services.readings import require_reading
+from app.services.users import UserView, resolve_actor
 from app.settings import Settings
 
 #: share of a sentence's words found in another for the two to count as the same
@@ -103,10 +104,11 @@ class SourceView:
     score: float
 
 
-def provenance(settings: Settings, reading_id: int) -> list[SourceView]:
-    """Where each sentence of the reading's final memory and of its answer came from (NotFound if no reading)."""
+def provenance(settings: Settings, reading_id: int, *, user: UserView | None = None) -> list[SourceView]:
+    """Where each sentence of the reading's final memory and of its answer came from (NotFound if no
+    reading, or not the user's)."""
     with session_scope(settings.resolved_database_url) as s:
-        r = require_reading(s, reading_id)
+        r = require_reading(s, reading_id, resolve_actor(s, settings, user))
         steps = r.timeline()
         text = r.document.text or ""
         answer = r.answer
@@ -127,10 +129,10 @@ def provenance(settings: Settings, reading_id: int) -> list[SourceView]:
 
 
 def passage_in_context(settings: Settings, reading_id: int, start: int, end: int,
-                       margin: int = 600) -> tuple[str, str, str]:
+                       margin: int = 600, *, user: UserView | None = None) -> tuple[str, str, str]:
     """The passage text[start:end] of the reading's document with up to `margin` characters either side:
     (before, passage, after), for showing it highlighted in place."""
     with session_scope(settings.resolved_database_url) as s:
-        text = require_reading(s, reading_id).document.text or ""
+        text = require_reading(s, reading_id, resolve_actor(s, settings, user)).document.text or ""
     start, end = max(0, min(start, len(text))), max(0, min(end, len(text)))
     return text[max(0, start - margin) : start], text[start:end], text[end : end + margin]

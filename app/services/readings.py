@@ -7,6 +7,10 @@ API, the UI and the CLI all call that same function: `ask`, `cancel`, `retry`, `
 `branches`, `document_readings`. They return detached views (app/services/views.py). The session-level
 helpers below them (`create_readings`, `require_reading`, …) are for services and tests that
 already hold a session.
+
+Every function that takes an id takes the acting user (`user`, app/services/users.py): a reading is
+reached through its document's owner, and another user's reading answers NotFound exactly as a
+missing one does.
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ from sqlalchemy.orm import Session, selectinload
 
 from app.db import session_scope
 from app.documents.base import page_unit
-from app.models import Checkpoint, Document, DocumentStatus, Reading, ReadingStatus, utcnow
+from app.models import Checkpoint, DocumentStatus, Reading, ReadingStatus, utcnow
 from app.queue import request_reading_pass
-from app.services.errors import NotFound
+from app.services.documents import require_document
+from app.services.errors import NotFound, valid_id
 from app.services.models import active_version
+from app.services.users import UserView, can_see, resolve_actor
 from app.services.views import ReadingView, StepView, checkpoint_view, reading_view
 from app.settings import Settings
 from inference.agent import AgentConfig
@@ -86,13 +92,12 @@ def create_readings(
     questions: list[str],
     chunk_tokens: int | None = None,
     memory_tokens: int | None = None,
+    user: UserView | None = None,
 ) -> list[Reading]:
     """New queued readings in `session` (flushed, not committed). Use `ask` to also commit and enqueue."""
     check_sizes(chunk_tokens, memory_tokens)
     questions = check_questions(questions)
-    doc = session.get(Document, document_id)
-    if doc is None:
-        raise NotFound(f"no document {document_id}")
+    doc = require_document(session, document_id, user)
     if doc.status != DocumentStatus.ready:
         raise ReadingError(f"document {document_id} is not ready to read ({doc.status.value})")
     version = active_version(session)  # None: the settings' model; else read with its weights and defaults
@@ -120,29 +125,31 @@ def create_readings(
     return readings
 
 
-def cancel_reading(session: Session, reading_id: int) -> Reading:
+def cancel_reading(session: Session, reading_id: int, user: UserView | None = None) -> Reading:
     """Stop a queued or running reading; its runner notices at its next commit."""
-    r = require_reading(session, reading_id)
+    r = require_reading(session, reading_id, user)
     if r.status in (ReadingStatus.queued, ReadingStatus.running):
         r.status, r.finished_at = ReadingStatus.cancelled, utcnow()
     return r
 
 
-def retry_reading(session: Session, reading_id: int) -> Reading:
+def retry_reading(session: Session, reading_id: int, user: UserView | None = None) -> Reading:
     """Queue a failed or cancelled reading again; it resumes after its last checkpoint."""
-    r = require_reading(session, reading_id)
+    r = require_reading(session, reading_id, user)
     if r.status not in (ReadingStatus.failed, ReadingStatus.cancelled):
         raise ReadingError(f"reading {reading_id} is {r.status.value}; only failed or cancelled readings are retried")
-    r.status, r.error, r.finished_at = ReadingStatus.queued, None, None
+    # attempts: the count of workers that stopped on it (the cap, settings.max_attempts) starts again
+    r.status, r.error, r.finished_at, r.attempts = ReadingStatus.queued, None, None, 0
     return r
 
 
-def branch_reading(session: Session, reading_id: int, step: int, memory: str, edited_by: str | None = None) -> Reading:
+def branch_reading(session: Session, reading_id: int, step: int, memory: str, edited_by: str | None = None,
+                   user: UserView | None = None) -> Reading:
     """A new queued reading that shares `reading_id`'s steps before `step`, has `memory` as its own
     checkpoint at `step` (origin `edited`) and reads on from the next chunk (flushed, not committed).
     The original and its checkpoints are not touched; editing the last step only re-answers."""
     memory = check_memory(memory)
-    parent = require_reading(session, reading_id)
+    parent = require_reading(session, reading_id, user)
     steps = parent.timeline()
     if isinstance(step, bool) or not isinstance(step, int) or not 1 <= step <= len(steps):
         have = f"steps 1 to {len(steps)}" if steps else "no checkpoint yet"
@@ -167,9 +174,10 @@ def branch_reading(session: Session, reading_id: int, step: int, memory: str, ed
     return branch
 
 
-def descendants(session: Session, reading_id: int) -> list[Reading]:
-    """The reading's branches, their branches, and so on, by id; NotFound if there is no such reading."""
-    require_reading(session, reading_id)
+def descendants(session: Session, reading_id: int, user: UserView | None = None) -> list[Reading]:
+    """The reading's branches, their branches, and so on, by id; NotFound if there is no such reading.
+    (Branches share their reading's document, so its owner.)"""
+    require_reading(session, reading_id, user)
     found: list[Reading] = []
     frontier = [reading_id]
     while frontier:
@@ -179,22 +187,23 @@ def descendants(session: Session, reading_id: int) -> list[Reading]:
     return sorted(found, key=lambda r: r.id)
 
 
-def require_reading(session: Session, reading_id: int) -> Reading:
-    """The reading, or NotFound."""
-    r = session.get(Reading, reading_id)
+def require_reading(session: Session, reading_id: int, user: UserView | None = None) -> Reading:
+    """The reading, or NotFound: also when its document is another user's (the same answer as a
+    missing one). `user` None: the system itself."""
+    r = get_reading(session, reading_id, user)
     if r is None:
         raise NotFound(f"no reading {reading_id}")
     return r
 
 
-def get_reading(session: Session, reading_id: int) -> Reading | None:
-    return session.get(Reading, reading_id)
+def get_reading(session: Session, reading_id: int, user: UserView | None = None) -> Reading | None:
+    r = session.get(Reading, reading_id) if valid_id(reading_id) else None
+    return r if r is not None and can_see(user, r.document.owner_id) else None
 
 
-def list_readings(session: Session, document_id: int) -> list[Reading]:
-    """The document's readings, newest first; NotFound if there is no such document."""
-    if session.get(Document, document_id) is None:
-        raise NotFound(f"no document {document_id}")
+def list_readings(session: Session, document_id: int, user: UserView | None = None) -> list[Reading]:
+    """The document's readings, newest first; NotFound if there is no such document (or not the user's)."""
+    require_document(session, document_id, user)
     return list(
         session.scalars(
             select(Reading)
@@ -209,11 +218,12 @@ def list_readings(session: Session, document_id: int) -> list[Reading]:
 
 
 def ask(settings: Settings, document_id: int, questions: list[str], chunk_tokens: int | None = None,
-        memory_tokens: int | None = None, *, enqueue: bool = True) -> list[ReadingView]:
+        memory_tokens: int | None = None, *, enqueue: bool = True, user: UserView | None = None) -> list[ReadingView]:
     """Ask questions of a document: one reading each, committed, then a worker asked to read them
     (`enqueue=False`: the caller reads them itself, as `longread ask` does)."""
     with session_scope(settings.resolved_database_url) as s:
-        rs = create_readings(s, settings, document_id, questions, chunk_tokens, memory_tokens)
+        rs = create_readings(s, settings, document_id, questions, chunk_tokens, memory_tokens,
+                             resolve_actor(s, settings, user))
         views = [reading_view(r, settings.stale_after_s) for r in rs]
     # Committed before enqueueing, so the worker always finds the readings.
     if enqueue:
@@ -221,49 +231,52 @@ def ask(settings: Settings, document_id: int, questions: list[str], chunk_tokens
     return views
 
 
-def cancel(settings: Settings, reading_id: int) -> ReadingView:
+def cancel(settings: Settings, reading_id: int, *, user: UserView | None = None) -> ReadingView:
     """Stop a queued or running reading (a finished one is left as it is)."""
     with session_scope(settings.resolved_database_url) as s:
-        return reading_view(cancel_reading(s, reading_id), settings.stale_after_s)
+        return reading_view(cancel_reading(s, reading_id, resolve_actor(s, settings, user)), settings.stale_after_s)
 
 
-def retry(settings: Settings, reading_id: int, *, enqueue: bool = True) -> ReadingView:
+def retry(settings: Settings, reading_id: int, *, enqueue: bool = True, user: UserView | None = None) -> ReadingView:
     """Queue a failed or cancelled reading again, to resume after its last checkpoint."""
     with session_scope(settings.resolved_database_url) as s:
-        view = reading_view(retry_reading(s, reading_id), settings.stale_after_s)
+        view = reading_view(retry_reading(s, reading_id, resolve_actor(s, settings, user)), settings.stale_after_s)
     if enqueue:
         request_reading_pass(settings)
     return view
 
 
 def edit(settings: Settings, reading_id: int, step: int, memory: str, edited_by: str | None = None, *,
-         enqueue: bool = True) -> ReadingView:
+         enqueue: bool = True, user: UserView | None = None) -> ReadingView:
     """Edit the memory at `step` and resume from it: a new branch reading (returned), committed, then
     a worker asked to read it (`enqueue=False`: the caller reads it, as `longread edit` does)."""
     with session_scope(settings.resolved_database_url) as s:
-        view = reading_view(branch_reading(s, reading_id, step, memory, edited_by), settings.stale_after_s)
+        actor = resolve_actor(s, settings, user)
+        view = reading_view(branch_reading(s, reading_id, step, memory, edited_by, actor), settings.stale_after_s)
     if enqueue:
         request_reading_pass(settings)
     return view
 
 
-def branches(settings: Settings, reading_id: int) -> list[ReadingView]:
+def branches(settings: Settings, reading_id: int, *, user: UserView | None = None) -> list[ReadingView]:
     """Every branch made from the reading, and branches of those (a tree: follow parent_reading_id), by id."""
     with session_scope(settings.resolved_database_url) as s:
-        return [reading_view(r, settings.stale_after_s) for r in descendants(s, reading_id)]
+        return [reading_view(r, settings.stale_after_s)
+                for r in descendants(s, reading_id, resolve_actor(s, settings, user))]
 
 
-def show(settings: Settings, reading_id: int, *, with_chunks: bool = False) -> ReadingView:
+def show(settings: Settings, reading_id: int, *, with_chunks: bool = False, user: UserView | None = None) -> ReadingView:
     """A reading with its checkpoints (`with_chunks`: and the text of the chunk each one read); NotFound if none."""
     with session_scope(settings.resolved_database_url) as s:
-        return reading_view(require_reading(s, reading_id), settings.stale_after_s, with_chunks=with_chunks)
+        r = require_reading(s, reading_id, resolve_actor(s, settings, user))
+        return reading_view(r, settings.stale_after_s, with_chunks=with_chunks)
 
 
-def step(settings: Settings, reading_id: int, k: int) -> StepView:
+def step(settings: Settings, reading_id: int, k: int, *, user: UserView | None = None) -> StepView:
     """Step `k` (1-based) of the reading's timeline with the text of the chunk it read and the memory
     before it: one step's text at a time, so that a reading of hundreds of steps stays light."""
     with session_scope(settings.resolved_database_url) as s:
-        r = require_reading(s, reading_id)
+        r = require_reading(s, reading_id, resolve_actor(s, settings, user))
         steps = r.timeline()
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(steps):
             have = f"steps 1 to {len(steps)}" if steps else "no checkpoint yet"
@@ -275,7 +288,8 @@ def step(settings: Settings, reading_id: int, k: int) -> StepView:
                         branched_at_step=r.branched_at_step)  # fmt: skip
 
 
-def document_readings(settings: Settings, document_id: int) -> list[ReadingView]:
-    """The document's readings, newest first; NotFound if there is no such document."""
+def document_readings(settings: Settings, document_id: int, *, user: UserView | None = None) -> list[ReadingView]:
+    """The document's readings, newest first; NotFound if there is no such document (or not the user's)."""
     with session_scope(settings.resolved_database_url) as s:
-        return [reading_view(r, settings.stale_after_s) for r in list_readings(s, document_id)]
+        return [reading_view(r, settings.stale_after_s)
+                for r in list_readings(s, document_id, resolve_actor(s, settings, user))]

@@ -5,6 +5,13 @@ Every step commits the new memory as a checkpoint together with the reading's cu
 transaction, guarded by the cursor it started from. Running a reading again therefore resumes
 after its last checkpoint, and two runners can never write the same step twice. What a reading is
 (created, cancelled, retried) is app/services/readings.py; this module only moves readings along.
+
+Faults: a runner that dies leaves its readings running; their heartbeat goes stale and any worker's
+pass takes them up (`attempts` counts the claims), until `settings.max_attempts` runners stopped on one:
+then it fails with an error saying so (`crash_error`), and a person's retry starts the count again. An
+unreachable model server (`EngineUnavailable`, after the engine's own retries) or a lost database
+connection is no crash: the pass ends and its readings go back to the queue uncounted, the former
+with the note `WAITING_FOR_ENGINE`, for the sweepers to try again.
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import func, select, update
+from sqlalchemy import case, func, select, update
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
 from app.db import session_scope
@@ -27,9 +35,14 @@ from app.services.models import serving_settings
 from app.settings import Settings
 from inference.agent import AgentConfig, MemoryAgent
 from inference.chunking import Chunk, split_into_chunks
-from inference.engines.base import Completion, Engine
+from inference.engines.base import Completion, Engine, EngineUnavailable
 
 log = logging.getLogger(__name__)
+
+#: the database went away (restarted, network): transient, like an engine outage
+_DB_GONE = (OperationalError, InterfaceError)
+#: the note a reading carries while it waits, queued, for the model server to come back
+WAITING_FOR_ENGINE = "waiting for the model server"
 
 
 @dataclass
@@ -57,6 +70,18 @@ def _claimable(settings: Settings, explicit: bool):  # an SQL condition
         (Reading.status == ReadingStatus.running) & ((Reading.heartbeat_at < stale) | Reading.heartbeat_at.is_(None))
     )
     return cond | (Reading.status == ReadingStatus.failed) if explicit else cond
+
+
+def crash_error(attempts: int, max_attempts: int, cursor: int, total_chunks: int | None) -> str | None:
+    """What a reading left running by a runner that stopped (its heartbeat went stale) says when it has
+    been taken up `attempts` times since it was last queued by a person, each time ending that way:
+    None to take it up again, else the error it fails with, once `max_attempts` runners stopped on it
+    (a document that crashes every worker that reads it must not crash them forever)."""
+    if attempts < max_attempts:
+        return None
+    where = f"chunk {cursor + 1}" + (f" of {total_chunks}" if total_chunks else "")
+    return (f"the worker stopped {attempts} time{'s' if attempts != 1 else ''} while reading this (last at {where}; "
+            f"killed, out of memory or crashed: its log says why); resume to try again from the last checkpoint")
 
 
 #: the engine that serves a model version's weights (None: the settings' model)
@@ -93,6 +118,8 @@ def _claim(settings: Settings, engines: EngineOf, ids: list[int] | None, limit: 
         if ids is not None:
             query = query.where(Reading.id.in_(ids))
         candidates = s.execute(query.limit(limit)).all()
+        if ids is None:  # readings whose runners keep stopping fail here rather than stop another one
+            candidates = _fail_crashed(s, settings, candidates)
     for reading_id, version_id in candidates:
         try:  # outside any transaction: a version's first merge or server start takes a while
             engine = engines(version_id)
@@ -111,6 +138,7 @@ def _claim(settings: Settings, engines: EngineOf, ids: list[int] | None, limit: 
             if taken != 1:
                 continue
             r = s.get(Reading, reading_id)
+            log.info("claimed reading %d at chunk %d (attempt %d)", r.id, r.cursor + 1, r.attempts)
             key = (r.document_id, r.chunk_tokens, version_id)
             if key not in chunk_cache:
                 chunk_cache[key] = split_into_chunks(r.document.text or "", engine.tokenizer, r.chunk_tokens)
@@ -122,6 +150,31 @@ def _claim(settings: Settings, engines: EngineOf, ids: list[int] | None, limit: 
             claimed.append(_Live(r.id, _agent_config(r), version_id, engine, r.question, r.document.text or "",
                                  r.document.page_starts, chunk_cache[key], r.cursor, memory))
     return claimed
+
+
+def _fail_crashed(s: Session, settings: Settings, candidates: list) -> list:
+    """The candidates minus the stale running readings that reached the attempts cap, which are failed
+    (guarded: only while still stale) with an error that says what happened."""
+    keep = []
+    stale = utcnow() - timedelta(seconds=settings.stale_after_s)
+    for row in candidates:
+        r = s.get(Reading, row[0])
+        error = None
+        if r.status == ReadingStatus.running:
+            error = crash_error(r.attempts, settings.max_attempts, r.cursor, r.total_chunks)
+        if error is None:
+            keep.append(row)
+            continue
+        failed = s.execute(
+            update(Reading)
+            .where(Reading.id == r.id, Reading.status == ReadingStatus.running,
+                   (Reading.heartbeat_at < stale) | Reading.heartbeat_at.is_(None))
+            .values(status=ReadingStatus.failed, error=error, finished_at=utcnow())
+            .execution_options(synchronize_session=False)
+        ).rowcount
+        if failed:
+            log.error("reading %d failed: %s", r.id, error)
+    return keep
 
 
 def _agent_config(r: Reading) -> AgentConfig:
@@ -181,22 +234,68 @@ def _run(settings: Settings, engines: EngineOf, reading_ids: list[int] | None,
     url = settings.resolved_database_url
     live = _claim(settings, engines, reading_ids, settings.max_batch, chunk_cache)
     finished = 0
-    while live:
-        heartbeat.ids = frozenset(x.id for x in live)
-        groups: dict[tuple[int | None, AgentConfig], list[_Live]] = {}
-        for x in live:  # one batch per model version and agent settings
-            groups.setdefault((x.version_id, x.config), []).append(x)
-        for (_, config), group in groups.items():
-            try:
-                done = _step(url, MemoryAgent(group[0].engine, config), group)
-            except Exception as exc:
-                _fail(url, [x.id for x in live], exc)
-                raise
-            finished += len(done)
-            live = [x for x in live if x.id not in done]
-        if reading_ids is None and len(live) < settings.max_batch:
-            live += _claim(settings, engines, None, settings.max_batch - len(live), chunk_cache)
+    try:
+        while live:
+            heartbeat.ids = frozenset(x.id for x in live)
+            groups: dict[tuple[int | None, AgentConfig], list[_Live]] = {}
+            for x in live:  # one batch per model version and agent settings
+                groups.setdefault((x.version_id, x.config), []).append(x)
+            for (_, config), group in groups.items():
+                try:
+                    done = _step(url, MemoryAgent(group[0].engine, config), group)
+                except (EngineUnavailable, *_DB_GONE):
+                    raise  # transient: handled below
+                except Exception as exc:
+                    _fail(url, [x.id for x in live], exc)
+                    raise
+                finished += len(done)
+                live = [x for x in live if x.id not in done]
+            if reading_ids is None and len(live) < settings.max_batch:
+                live += _claim(settings, engines, None, settings.max_batch - len(live), chunk_cache)
+    except EngineUnavailable as exc:
+        # An outage, not a crash and not the reading's fault: its checkpoints stay, it goes back to the
+        # queue with a note that says why it waits, and the sweeper of any worker tries again later.
+        # Run by id (the CLI reads them itself), it fails with the reason instead; retry resumes it.
+        if reading_ids is not None:
+            _fail(url, [x.id for x in live], exc)
+            raise
+        log.warning("the model server is unreachable; %d readings wait for it in the queue: %s", len(live), exc)
+        _release(url, [x.id for x in live], f"{WAITING_FOR_ENGINE}: {exc}", settings.stale_after_s)
+    except _DB_GONE as exc:
+        # The database went away mid-step (restarted): what was committed stays; put the readings back
+        # in the queue as soon as it answers again, else their heartbeat goes stale and another runner
+        # (counting an attempt) takes them over.
+        log.warning("lost the database mid-reading (%s); putting %d readings back in the queue",
+                    type(exc).__name__, len(live))
+        heartbeat.ids = frozenset()
+        _release(url, [x.id for x in live], None, settings.stale_after_s)
+        if reading_ids is not None:
+            raise
     return finished
+
+
+def _release(url: str, ids: list[int], note: str | None, patience_s: float) -> None:
+    """Readings this runner holds back to the queue, not counted as an attempt, with `note` as what
+    they wait for; retried for up to `patience_s` while the database does not answer."""
+    if not ids:
+        return
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            with session_scope(url) as s:
+                s.execute(
+                    update(Reading)
+                    .where(Reading.id.in_(ids), Reading.status == ReadingStatus.running)
+                    .values(status=ReadingStatus.queued, error=note,
+                            attempts=case((Reading.attempts > 0, Reading.attempts - 1), else_=0))
+                )
+            return
+        except _DB_GONE:
+            if time.monotonic() > deadline:
+                log.exception("could not put readings %s back in the queue; they go stale and are taken over",
+                              sorted(ids))
+                return
+            time.sleep(0.5)
 
 
 def _step(url: str, agent: MemoryAgent, group: list[_Live]) -> set[int]:

@@ -1,6 +1,10 @@
 """Upload a document, ask a question, watch the agent read (chunk k of K, its current memory),
 get the answer. Each action calls the same service function the API and the CLI call (it validates,
-commits and enqueues); the UI only shows the views they return."""
+commits and enqueues); the UI only shows the views they return.
+
+Every service call passes the signed-in user (`me()`: Gradio's `gr.Request.username`, which the app's
+auth_dependency sets, app/api/auth.py), so the services' ownership checks hold for the UI too. Admins
+also get the Users panel (list, add, change role, disable), hidden for readers."""
 
 from __future__ import annotations
 
@@ -11,13 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import gradio as gr
+from gradio.context import LocalContext
 
 from app.db import session_scope
-from app.services import documents, feedback, health, provenance, readings
+from app.services import documents, feedback, health, provenance, readings, users
 from app.services.documents import UploadError
 from app.services.errors import NotFound
 from app.services.feedback import FeedbackView
 from app.services.health import Health
+from app.services.users import UserView
 from app.services.readings import MAX_CHUNK_TOKENS, MAX_MEMORY_TOKENS, MIN_CHUNK_TOKENS, MIN_MEMORY_TOKENS
 from app.services.views import QUEUED, DocumentView, ProgressView, ReadingView, StepView, word_diff
 from app.settings import Settings
@@ -86,6 +92,8 @@ def describe_progress(status: str, p: ProgressView, error: str | None, h: Health
     worker is not reading, and while nothing reads the reading there is no ETA (`h`: the workers' state)."""
     waited = f" (waited {_fmt_seconds(p.waiting_s)})" if p.waiting_s and p.waiting_s >= 1 else ""
     if status == "queued":
+        if error:  # put back in the queue by its worker: the model server is unreachable (app/services/runner.py)
+            return f"Queued, {text_md(error)}; it reads on from its last checkpoint by itself when it answers{waited}."
         if h is not None and h.engine_state == "none":
             return f"Queued: no worker is running; it starts when one does{waited}."
         if h is not None and h.engine_state == "starting":
@@ -253,12 +261,20 @@ def build_ui(settings: Settings) -> gr.Blocks:
     # An empty reading view: reading id, status, progress bar, memory, answer, timer.
     CLOSED = (None, "", "", gr.update(value="", label="Agent memory"), "", gr.Timer(active=False))
 
+    def me() -> UserView | None:
+        """The user of the event being handled (gr.Request.username, set by the app's auth_dependency).
+        None when there is none: the services then act as the local admin in embedded mode and refuse
+        in production."""
+        request = LocalContext.request.get(None)
+        return users.active_user(settings, getattr(request, "username", None))
+
     def doc_choices() -> list[tuple[str, int]]:
         # Failed documents are listed too: choosing one shows why it could not be read.
-        with session_scope(url) as s:
-            return [(f"#{d.id} {d.title}" + ("" if d.status.value == "ready" else
-                     " (could not be read)" if d.status.value == "failed" else f" ({d.status.value})"), d.id)
-                    for d in documents.list_documents(s)]
+        if LocalContext.request.get(None) is None:
+            return []  # building the page: nobody's documents (on_restore fills the menu for the user)
+        return [(f"#{d.id} {d.title}" + ("" if d.status == "ready" else
+                 " (could not be read)" if d.status == "failed" else f" ({d.status})"), d.id)
+                for d in documents.all_documents(settings, user=me())]
 
     def on_upload(path: str | None, reading_id: int | None, saved: dict | None):
         """Store and parse the file, then show its document (the earlier one for the same bytes).
@@ -272,7 +288,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
             if size > settings.max_upload_mb * 1024 * 1024:
                 return None, gr.update(), (f"**Upload refused:** {text_md(file.name)} is {size / 2**20:.1f} "
                                            f"MiB, over the {settings.max_upload_mb} MiB limit."), *unchanged[1:]
-            doc, existing = documents.add_document(settings, file.name, file.read_bytes())
+            doc, existing = documents.add_document(settings, file.name, file.read_bytes(), user=me())
             document_id = doc.id
         except UploadError as exc:
             return None, gr.update(), f"**Upload refused:** {text_md(exc)}", *unchanged[1:]
@@ -286,7 +302,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
         if document_id is None:
             return []
         try:
-            return [reading_row(r) for r in readings.document_readings(settings, document_id)]
+            return [reading_row(r) for r in readings.document_readings(settings, document_id, user=me())]
         except NotFound:
             return []
 
@@ -297,7 +313,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
         if document_id is None:
             return "", [], saved, *CLOSED
         try:
-            info = describe_document(documents.show_document(settings, document_id, with_page_map=False))
+            info = describe_document(documents.show_document(settings, document_id, with_page_map=False, user=me()))
         except NotFound:
             info = ""
         keep = reading_id is not None and _document_of(reading_id) == document_id
@@ -314,14 +330,14 @@ def build_ui(settings: Settings) -> gr.Blocks:
 
     def _document_of(reading_id: int) -> int | None:
         try:
-            return readings.show(settings, reading_id).document_id
+            return readings.show(settings, reading_id, user=me()).document_id
         except NotFound:
             return None
 
     def open_reading(reading_id: int | None):
         """The reading's question and its live view (status, bar, memory, answer, timer)."""
         try:
-            r = readings.show(settings, reading_id) if reading_id is not None else None
+            r = readings.show(settings, reading_id, user=me()) if reading_id is not None else None
         except NotFound:
             r = None
         if r is None:
@@ -354,7 +370,8 @@ def build_ui(settings: Settings) -> gr.Blocks:
             return None, "Upload or choose a document first.", "", "", "", gr.Timer(active=False)
         questions = [question] + [line for line in (more or "").splitlines() if line.strip()]
         try:
-            asked = readings.ask(settings, document_id, questions, _tokens(chunk_tokens), _tokens(memory_tokens))
+            asked = readings.ask(settings, document_id, questions, _tokens(chunk_tokens), _tokens(memory_tokens),
+                                 user=me())
         except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
             return None, f"**Cannot ask:** {text_md(exc)}", "", "", "", gr.Timer(active=False)
         also = (f" ({len(asked) - 1} more question{'s' if len(asked) > 2 else ''} read in the same pass: "
@@ -368,12 +385,12 @@ def build_ui(settings: Settings) -> gr.Blocks:
     def on_retry(reading_id: int | None):
         return _act(readings.retry, reading_id)
 
-    def _act(action: Callable[[Settings, int], object], reading_id: int | None):
+    def _act(action: Callable[..., object], reading_id: int | None):
         """Cancel or retry the open reading, then show it as it is now (or why it could not be done)."""
         if reading_id is None:
             return gr.update(), gr.update(), gr.update(), gr.update(), gr.Timer(active=False)
         try:
-            action(settings, reading_id)
+            action(settings, reading_id, user=me())
         except (NotFound, ValueError) as exc:
             return f"**Cannot {action.__name__}:** {text_md(exc)}", *(gr.update(),) * 3, gr.Timer(active=False)
         return on_tick(reading_id)
@@ -382,14 +399,14 @@ def build_ui(settings: Settings) -> gr.Blocks:
         if reading_id is None:
             return gr.update(), gr.update(), gr.update(), gr.update(), gr.Timer(active=False)
         try:
-            r = readings.show(settings, reading_id)
+            r = readings.show(settings, reading_id, user=me())
         except NotFound:
             return gr.update(), gr.update(), gr.update(), gr.update(), gr.Timer(active=False)
         with session_scope(url) as s:
             h = health.health(s)
         last = r.checkpoints[-1] if r.checkpoints else None
         if last:
-            doc = documents.show_document(settings, r.document_id)
+            doc = documents.show_document(settings, r.document_id, user=me())
             where = _pages(last.first_page, last.last_page, doc.page_unit, [p.label for p in doc.page_map or []])
         memory_label = f"Agent memory after chunk {last.step} ({where})" if last else "Agent memory"
         p, status, error, answer = r.progress, r.status, r.error, r.answer
@@ -406,7 +423,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
         if reading_id is None:
             return ""
         try:
-            return describe_feedback(feedback.reading_feedback(settings, reading_id), note)
+            return describe_feedback(feedback.reading_feedback(settings, reading_id, user=me()), note)
         except NotFound:
             return ""
 
@@ -418,7 +435,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
         if not verdict:
             return show_feedback(reading_id, "**Cannot save feedback:** choose correct or incorrect.  \n"), *keep
         try:
-            saved = feedback.add_feedback(settings, reading_id, verdict, corrected, comment)
+            saved = feedback.add_feedback(settings, reading_id, verdict, corrected, comment, user=me())
         except (NotFound, ValueError) as exc:  # FeedbackError is a ValueError
             return show_feedback(reading_id, f"**Cannot save feedback:** {text_md(exc)}  \n"), *keep
         return show_feedback(reading_id, f"Saved: {text_md(saved.verdict)}.  \n"), None, "", ""
@@ -431,7 +448,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
         if reading_id is None or k is None:
             return NO_STEP
         try:
-            v = readings.step(settings, reading_id, int(k))
+            v = readings.step(settings, reading_id, int(k), user=me())
         except (NotFound, ValueError):
             return NO_STEP
         return (describe_step(v), v.checkpoint.chunk or "", v.checkpoint.memory,
@@ -440,7 +457,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
     def load_timeline(reading_id: int | None):
         """The open reading's timeline, at its last step; the slider spans every step."""
         try:
-            n = len(readings.show(settings, reading_id).checkpoints) if reading_id is not None else 0
+            n = len(readings.show(settings, reading_id, user=me()).checkpoints) if reading_id is not None else 0
         except NotFound:
             n = 0
         if n == 0:
@@ -454,7 +471,9 @@ def build_ui(settings: Settings) -> gr.Blocks:
         if reading_id is None or not k:
             return "**Cannot resume:** open a reading and choose a step first.", *keep
         try:
-            branch = readings.edit(settings, reading_id, int(k), memory_text, edited_by="ui")
+            who = me()
+            branch = readings.edit(settings, reading_id, int(k), memory_text,
+                                   edited_by=f"ui:{who.username}" if who else "ui", user=who)
         except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
             return f"**Cannot resume:** {text_md(exc)}", *keep
         note = (f"Branch #{branch.id} of #{reading_id} made at step {int(k)}: "
@@ -466,14 +485,14 @@ def build_ui(settings: Settings) -> gr.Blocks:
     def compare_choices(reading_id: int | None):
         """The other readings of the open reading's document, to compare answers with; this one on the left."""
         try:
-            r = readings.show(settings, reading_id) if reading_id is not None else None
+            r = readings.show(settings, reading_id, user=me()) if reading_id is not None else None
         except NotFound:
             r = None
         if r is None:
             return gr.update(choices=[], value=None), gr.update(value="", label="This reading"), ""
         others = [(f"#{o.id} " + (f"(branch of #{o.parent_reading_id} at step {o.branched_at_step}) " if
                                   o.parent_reading_id else "") + f"{' '.join(o.question.split())[:80]} · {o.status}", o.id)
-                  for o in readings.document_readings(settings, r.document_id) if o.id != r.id]  # fmt: skip
+                  for o in readings.document_readings(settings, r.document_id, user=me()) if o.id != r.id]  # fmt: skip
         return (gr.update(choices=others, value=None), gr.update(value=compare_text(r), label=f"This reading (#{r.id})"),
                 gr.update(value="", label="The other reading"))  # fmt: skip
 
@@ -481,7 +500,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
         if reading_id is None or other_id is None:
             return gr.update(), gr.update(value="", label="The other reading")
         try:
-            this, other = readings.show(settings, reading_id), readings.show(settings, int(other_id))
+            this, other = readings.show(settings, reading_id, user=me()), readings.show(settings, int(other_id), user=me())
         except NotFound:
             return gr.update(), gr.update(value="", label="The other reading")
         return (gr.update(value=compare_text(this), label=f"This reading (#{this.id})"),
@@ -493,8 +512,9 @@ def build_ui(settings: Settings) -> gr.Blocks:
         if reading_id is None:
             return *empty, gr.update(value="", visible=False)
         try:
-            sources = provenance.provenance(settings, reading_id)
-            doc = documents.show_document(settings, readings.show(settings, reading_id).document_id)
+            who = me()
+            sources = provenance.provenance(settings, reading_id, user=who)
+            doc = documents.show_document(settings, readings.show(settings, reading_id, user=who).document_id, user=who)
         except NotFound:
             return *empty, gr.update(value="", visible=False)
         labels = [p.label for p in doc.page_map or []]
@@ -517,7 +537,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
             return ([], "That sentence is in no memory the agent wrote, so it has no passage.",
                     gr.update(value="", visible=False))  # fmt: skip
         start, end, k, document_id, page = (kept[row] + [None, None])[:5]
-        before, passage, after = provenance.passage_in_context(settings, reading_id, start, end)
+        before, passage, after = provenance.passage_in_context(settings, reading_id, start, end, user=me())
         note = f"The passage of step {k}'s chunk that matches it best (characters {start:,}–{end:,})"
         image = gr.update(value="", visible=False)
         if page:
@@ -530,7 +550,9 @@ def build_ui(settings: Settings) -> gr.Blocks:
         if reading_id is None:
             return [], ""
         try:
-            family = branch_tree(readings.document_readings(settings, readings.show(settings, reading_id).document_id),
+            who = me()
+            family = branch_tree(readings.document_readings(settings, readings.show(settings, reading_id,
+                                                                                    user=who).document_id, user=who),
                                  reading_id)  # fmt: skip
         except NotFound:
             return [], ""
@@ -550,9 +572,61 @@ def build_ui(settings: Settings) -> gr.Blocks:
         failed = h.engine_state == "failed"
         return describe_health(h), gr.update(value=h.detail if failed else "", visible=failed)
 
+    def on_account():
+        """The header's account line (who is signed in, a sign-out button) and, for admins, the Users panel."""
+        who = me()
+        if who is None:
+            return "", gr.update(visible=False), *admin_view(None)
+        if settings.mode == "production":
+            line = (f'Signed in as <b id="account-name">{html.escape(who.username)}</b> ({html.escape(who.role)})'
+                    '<form method="post" action="/logout" class="lr-signout">'
+                    '<button type="submit" id="sign-out">Sign out</button></form>')
+        else:
+            line = (f'Acting as the local admin <b id="account-name">{html.escape(who.username)}</b> '
+                    "(embedded mode: no sign-in)")
+        return (f'<div class="lr-account">{line}</div>', gr.update(visible=who.is_admin),
+                *admin_view("" if who.is_admin else None))
+
+    def admin_view(note: str | None):
+        """The Users panel's table, user menu and message; nothing for a non-admin (note None)."""
+        if note is None:
+            return [], gr.update(choices=[], value=None), ""
+        listed = users.list_users(settings, me())
+        rows = [[u.id, u.username, u.role, "disabled" if u.disabled else "active",
+                 "yes" if u.has_password else "no (cannot sign in)",
+                 f"{u.created_at:%Y-%m-%d %H:%M}" if u.created_at else ""] for u in listed]
+        return rows, gr.update(choices=[(u.username, u.id) for u in listed], value=None), note
+
+    def _admin_act(action: Callable[[], users.UserView], done: str):
+        try:
+            changed = action()
+        except (NotFound, ValueError, PermissionError) as exc:  # UserError is a ValueError, Forbidden a PermissionError
+            who = me()
+            return *admin_view(f"**Cannot do that:** {text_md(exc)}" if who and who.is_admin else None), gr.update()
+        return *admin_view(done.format(name=text_md(changed.username), role=text_md(changed.role))), ""
+
+    def on_add_user(name: str, password: str, role: str | None):
+        return _admin_act(lambda: users.add_user(settings, (name or "").strip(), password or "", role or "reader",
+                                                 user=me()), "Added {name} ({role}).")
+
+    def on_set_role(user_id: int | None, role: str | None):
+        if user_id is None or role is None:
+            return *admin_view("**Cannot change the role:** choose a user and a role."), gr.update()
+        return _admin_act(lambda: users.update_user(settings, int(user_id), role=role, user=me()),
+                          "{name} is now {role}.")
+
+    def on_disable(user_id: int | None, disabled: bool):
+        if user_id is None:
+            return *admin_view("**Choose a user first.**"), gr.update()
+        return _admin_act(lambda: users.update_user(settings, int(user_id), disabled=disabled, user=me()),
+                          "{name} is " + ("disabled: they cannot sign in, and their sessions and tokens stop working."
+                                          if disabled else "enabled again."))
+
     with gr.Blocks(title="Longread") as ui:
-        gr.Markdown("# Longread\nAsk questions of a whole book or contract. "
-                    "A memory agent reads every page, chunk by chunk, and answers from its notes.")
+        with gr.Row(equal_height=True):
+            gr.Markdown("# Longread\nAsk questions of a whole book or contract. "
+                        "A memory agent reads every page, chunk by chunk, and answers from its notes.")
+            account = gr.HTML(elem_id="account")
         health_line = gr.Markdown(elem_id="health", latex_delimiters=[])
         engine_log = gr.Textbox(label="The model's log (last lines)", lines=8, max_lines=20, interactive=False,
                                 visible=False, elem_id="engine-log")
@@ -638,6 +712,25 @@ def build_ui(settings: Settings) -> gr.Blocks:
                                       wrap=True, max_height=360, elem_id="readings",
                                       label="Readings of this document: choose one to open it",
                                       column_widths=["6%", "30%", "12%", "30%", "10%", "12%"])
+        # Admins only (hidden for readers; the services refuse a reader's calls all the same).
+        with gr.Accordion("Users (admins only): add, change role, disable", open=True, visible=False,
+                          elem_id="admin-users") as admin_box:
+            users_table = gr.Dataframe(value=[], headers=["#", "Username", "Role", "State", "Password set",
+                                                          "Created (UTC)"], type="array", interactive=False,
+                                       elem_id="users-table")
+            with gr.Row():
+                new_name = gr.Textbox(label="New user's name", elem_id="new-username")
+                new_password = gr.Textbox(label="Their password (at least 8 characters)", type="password",
+                                          elem_id="new-password")
+                new_role = gr.Radio(["reader", "admin"], value="reader", label="Role", elem_id="new-role")
+                add_user = gr.Button("Add user", elem_id="add-user")
+            with gr.Row():
+                pick_user = gr.Dropdown(label="User", choices=[], value=None, elem_id="pick-user")
+                pick_role = gr.Radio(["reader", "admin"], label="Role", elem_id="pick-role")
+                change_role = gr.Button("Change role", size="sm", elem_id="change-role")
+                disable_user = gr.Button("Disable", size="sm", elem_id="disable-user")
+                enable_user = gr.Button("Enable", size="sm", elem_id="enable-user")
+            users_msg = gr.Markdown(elem_id="users-msg", latex_delimiters=[])
         # The document and reading open in this browser, restored after a reload.
         saved = gr.BrowserState({"document": None, "reading": None}, storage_key="longread-view")
         timer = gr.Timer(1.0, active=False)
@@ -685,6 +778,15 @@ def build_ui(settings: Settings) -> gr.Blocks:
         retry.click(on_retry, reading_id, [status, bar, memory, answer, timer], show_progress="hidden")
         health_timer.tick(on_health, None, [health_line, engine_log], show_progress="hidden")
         ui.load(on_health, None, [health_line, engine_log], show_progress="hidden")
+        admin_outputs = [users_table, pick_user, users_msg]
+        ui.load(on_account, None, [account, admin_box, *admin_outputs], show_progress="hidden")
+        add_user.click(on_add_user, [new_name, new_password, new_role], [*admin_outputs, new_password],
+                       show_progress="hidden")
+        change_role.click(on_set_role, [pick_user, pick_role], [*admin_outputs, new_password], show_progress="hidden")
+        disable_user.click(lambda u: on_disable(u, True), pick_user, [*admin_outputs, new_password],
+                           show_progress="hidden")
+        enable_user.click(lambda u: on_disable(u, False), pick_user, [*admin_outputs, new_password],
+                          show_progress="hidden")
         ui.load(on_restore, saved, [document, doc_info, readings_table, reading_id, question, *view[1:]],
                 show_progress="hidden")
     return ui

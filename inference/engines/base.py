@@ -12,6 +12,11 @@ class EngineError(RuntimeError):
     """
 
 
+class EngineUnavailable(EngineError):
+    """The model server could not be reached or kept failing (refused, reset, timeouts, 5xx) through
+    every retry: an outage, not a bad request. Nothing was generated; try again later."""
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str

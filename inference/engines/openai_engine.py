@@ -6,7 +6,8 @@ So the model sees exactly the tokens the in-process engine would feed it, the se
 of them together (continuous batching), and the chunker's token counts are the server's.
 
 Failures the server may recover from (connection refused or reset, timeouts, 5xx, 408, 429) are
-retried a bounded number of times with exponential backoff; anything else, and every malformed
+retried a bounded number of times with exponential backoff, then raise `EngineUnavailable` (the
+runner puts the readings back in the queue: an outage); anything else, and every malformed
 answer, raises `EngineError` at once with a message that says what failed and where.
 """
 
@@ -19,7 +20,7 @@ from typing import Any, Sequence
 
 import httpx
 
-from inference.engines.base import Completion, Engine, EngineError
+from inference.engines.base import Completion, Engine, EngineError, EngineUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +162,7 @@ class OpenAIEngine(Engine):
                     f"{what} sent a malformed answer to {method} {path} (not JSON): {response.text!r:.300}"
                 ) from exc
         tries = f"{self.max_tries} tr{'y' if self.max_tries == 1 else 'ies'}"
-        raise EngineError(f"{what} {last} ({tries})")
+        raise EngineUnavailable(f"{what} {last} ({tries})")
 
     def _parse_completions(self, data: Any, prompts: list[str], max_tokens: int) -> list[Completion]:
         def malformed(why: str) -> EngineError:

@@ -103,6 +103,7 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, *args: str,
            env: dict[str, str] | None = None) -> Iterator[LiveServer]:
     data_dir = tmp_path_factory.mktemp("longread-data")
     port = _free_port()
+    extra_env = env
     env = {
         **os.environ,
         "LONGREAD_DATA_DIR": str(data_dir),
@@ -116,8 +117,9 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, *args: str,
         "PYTHONUNBUFFERED": "1",
         **(env or {}),
     }
-    for key in ("LONGREAD_DATABASE_URL", "LONGREAD_BROKER_URL"):  # embedded SQLite, always
-        env.pop(key, None)
+    for key in ("LONGREAD_DATABASE_URL", "LONGREAD_BROKER_URL"):  # embedded SQLite, unless a test names one
+        if key not in (extra_env or {}):
+            env.pop(key, None)
     log = data_dir / "serve.log"
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as out:

@@ -139,7 +139,7 @@ def test_timeline_keyboard_diff_and_edit_and_resume(ui_page, ui_server, tokenize
     page.locator("#status").get_by_text("Queued").wait_for(timeout=30_000)
     page.locator("#readings [role=gridcell]").filter(has_text=f"#{original_id} at step 2").first.wait_for(timeout=30_000)
     branch = page.request.get(f"{ui_server.url}/api/readings/{branch_id}/checkpoints").json()["checkpoints"]
-    assert [(c["step"], c["origin"], c["edited_by"]) for c in branch] == [(1, "agent", None), (2, "edited", "ui")]
+    assert [(c["step"], c["origin"], c["edited_by"]) for c in branch] == [(1, "agent", None), (2, "edited", "ui:local")]
     assert branch[1]["memory"] == f"EDITED ship 2 {IMG}"
 
     # A worker reads it (here: this process, a scripted engine): the page shows the branch's new answer.

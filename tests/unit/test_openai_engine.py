@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from inference.engines.base import EngineError
+from inference.engines.base import EngineError, EngineUnavailable
 from inference.engines.openai_engine import OpenAIEngine
 from inference.vllm_server import free_port
 
@@ -156,13 +156,15 @@ def test_5xx_exhausted_raises_a_clear_error(stub, engine_at):
     assert len(stub.requests) == 3
     message = str(err.value)
     assert stub.url in message and "HTTP 500" in message and "engine core died" in message and "3 tries" in message
+    assert isinstance(err.value, EngineUnavailable)  # an outage: the runner re-queues, it does not fail
 
 
 def test_4xx_is_not_retried(stub, engine_at):
     stub.reply(400, {"error": {"message": "This model's maximum context length is 8192 tokens"}})
-    with pytest.raises(EngineError, match="HTTP 400.*maximum context length"):
+    with pytest.raises(EngineError, match="HTTP 400.*maximum context length") as err:
         engine_at(stub.url).generate(["q"], 4)
     assert len(stub.requests) == 1
+    assert not isinstance(err.value, EngineUnavailable)  # the request's fault: the reading fails with it
 
 
 def test_a_server_that_does_not_answer_in_time_times_out_and_is_retried(stub, engine_at):
@@ -184,6 +186,7 @@ def test_connection_refused(engine_at):
     with pytest.raises(EngineError, match=r"could not be reached.*\(2 tries\)") as err:
         engine_at(url, max_tries=2).generate(["q"], 4)
     assert url in str(err.value)
+    assert isinstance(err.value, EngineUnavailable)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,123 @@
+"""The runner under faults, against a real database with a scripted engine: the attempts cap, engine
+outages (the readings wait in the queue, not counted as crashes) and resuming after the cap.
+tests/faults/ runs the same with real processes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from app.db import session_scope
+from app.migrate import upgrade
+from app.models import ReadingStatus, utcnow
+from app.services import readings as reading_service
+from app.services.documents import ingest
+from app.services.readings import create_readings, get_reading
+from app.services.runner import WAITING_FOR_ENGINE, count_claimable, run_readings
+from app.settings import Settings
+from inference.engines.base import EngineUnavailable
+from tests.fakes import FakeEngine
+from tests.integration.test_reading_service import TEXT, echo_last_line
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_settings(request, tmp_path) -> Settings:
+    url = f"sqlite:///{tmp_path / 'r.db'}" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    s = Settings(data_dir=tmp_path / "data", database_url=url, chunk_tokens=100, memory_tokens=20, answer_tokens=20,
+                 max_attempts=2)
+    upgrade(url)
+    return s
+
+
+def _reading(s: Settings) -> int:
+    with session_scope(s.resolved_database_url) as db:
+        doc = ingest(db, s, "islands.txt", TEXT.encode())
+        return create_readings(db, s, doc.id, ["Which island?"])[0].id
+
+
+def _die_after(s: Settings, reading_id: int, tokenizer, calls: int) -> None:  # noqa: ANN001
+    """A runner that stops after `calls` steps without any cleanup, as a killed worker does: its reading
+    stays running with a heartbeat that then goes stale."""
+
+    class Killed(BaseException):  # not an Exception: nothing in the runner handles it
+        pass
+
+    def respond(prompt: str) -> str:
+        if len(engine.calls) > calls:
+            raise Killed
+        return echo_last_line(prompt)
+
+    engine = FakeEngine(tokenizer, respond)
+    with pytest.raises(Killed):
+        run_readings(s, engine=engine)
+    with session_scope(s.resolved_database_url) as db:
+        r = get_reading(db, reading_id)
+        assert r.status == ReadingStatus.running
+        r.heartbeat_at = utcnow() - timedelta(seconds=s.stale_after_s + 1)
+
+
+def test_a_reading_that_keeps_stopping_its_runner_fails_at_the_cap_and_resumes(db_settings, tokenizer):
+    s, rid = db_settings, _reading(db_settings)
+    _die_after(s, rid, tokenizer, 1)  # attempt 1: step 1, then dies
+    _die_after(s, rid, tokenizer, 1)  # attempt 2: step 2, then dies
+    idle = FakeEngine(tokenizer, echo_last_line)
+    assert run_readings(s, engine=idle) == 0 and idle.calls == []  # not taken up a third time
+    with session_scope(s.resolved_database_url) as db:
+        r = get_reading(db, rid)
+        assert r.status == ReadingStatus.failed and r.cursor == 2
+        assert r.error.startswith(f"the worker stopped 2 times while reading this (last at chunk 3 of {r.total_chunks};")
+        assert count_claimable(db, s) == 0  # the sweepers stop asking for passes
+        kept = [(c.id, c.step) for c in r.checkpoints]
+
+    reading_service.retry(s, rid, enqueue=False)  # a person resumes it
+    with session_scope(s.resolved_database_url) as db:
+        assert get_reading(db, rid).attempts == 0
+    engine = FakeEngine(tokenizer, echo_last_line)
+    assert run_readings(s, engine=engine) == 1
+    with session_scope(s.resolved_database_url) as db:
+        r = get_reading(db, rid)
+        assert r.status == ReadingStatus.done and r.attempts == 1 and r.error is None
+        assert [(c.id, c.step) for c in r.checkpoints][:2] == kept  # the same rows: read on, not again
+        assert [c.step for c in r.checkpoints] == list(range(1, r.total_chunks + 1))
+    assert len(engine.calls) == r.total_chunks - 2 + 1
+
+
+def test_an_unreachable_model_server_puts_the_readings_back_in_the_queue_uncounted(db_settings, tokenizer):
+    s, rid = db_settings, _reading(db_settings)
+
+    def respond(prompt: str) -> str:
+        if len(down.calls) >= 3:
+            raise EngineUnavailable("server at http://127.0.0.1:9/v1 could not be reached (ConnectError) (3 tries)")
+        return echo_last_line(prompt)
+
+    down = FakeEngine(tokenizer, respond)
+    for _ in range(s.max_attempts + 2):  # outages, however many, are not crashes
+        assert run_readings(s, engine=down) == 0  # the pass ends cleanly: nothing raised
+        with session_scope(s.resolved_database_url) as db:
+            r = get_reading(db, rid)
+            assert (r.status, r.cursor, r.attempts) == (ReadingStatus.queued, 2, 0)
+            assert r.error.startswith(f"{WAITING_FOR_ENGINE}: server at http://127.0.0.1:9/v1 could not be reached")
+            assert count_claimable(db, s) == 1  # a worker's sweeper tries again later
+    back = FakeEngine(tokenizer, echo_last_line)
+    assert run_readings(s, engine=back) == 1
+    with session_scope(s.resolved_database_url) as db:
+        r = get_reading(db, rid)
+        assert r.status == ReadingStatus.done and r.attempts == 1 and r.error is None
+        assert [c.step for c in r.checkpoints] == list(range(1, r.total_chunks + 1))
+
+
+def test_run_by_id_an_outage_fails_the_reading_with_the_reason(db_settings, tokenizer):
+    """`longread ask` reads in its own process: there the outage is an error to show, resumable by retry."""
+    s, rid = db_settings, _reading(db_settings)
+
+    def respond(prompt: str) -> str:
+        raise EngineUnavailable("server at http://127.0.0.1:9/v1 could not be reached (3 tries)")
+
+    with pytest.raises(EngineUnavailable):
+        run_readings(s, [rid], FakeEngine(tokenizer, respond))
+    with session_scope(s.resolved_database_url) as db:
+        r = get_reading(db, rid)
+        assert r.status == ReadingStatus.failed and "could not be reached" in r.error
