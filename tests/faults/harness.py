@@ -4,7 +4,7 @@ own server in a temp folder), PostgreSQL (the machine's, or a cluster of our own
 use `LONGREAD_ENGINE=openai`, as in docker-compose), and Celery reading workers as separate processes.
 
 Everything here can be killed with SIGKILL and started again on the same port and data folder, which
-is what the fault tests do. The web app (`LONGREAD_MODE=production`) joins at `Cluster.start_app`.
+is what the fault tests do. The web app (`LONGREAD_MODE=production`, sign-in on) is its own process too (`Cluster.start_app`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -252,6 +253,10 @@ class Cluster:
     model: ModelServer
     n_workers: int = 2
     workers: list[WorkerProcess] = field(default_factory=list)
+    #: settings that differ from the fault tests' (the load benchmark's batch size, say)
+    overrides: dict = field(default_factory=dict)
+    app: subprocess.Popen | None = None
+    app_port: int = 0
 
     def settings(self, **overrides) -> Settings:  # noqa: ANN003
         """The settings of this test process (it creates documents and readings as the web app would)."""
@@ -260,7 +265,7 @@ class Cluster:
                       answer_tokens=16, stale_after_s=STALE_AFTER_S, max_attempts=MAX_ATTEMPTS, max_batch=2,
                       engine="openai", openai_base_url=self.model.base_url,
                       openai_model=self.model.served_model_name)  # fmt: skip
-        values.update(overrides)
+        values.update(self.overrides, **overrides)
         return Settings(**values)
 
     def worker_env(self) -> dict[str, str]:
@@ -300,10 +305,24 @@ class Cluster:
 
         wait_until(ready, 180, "both workers to report their engine ready", poll_s=0.5, diagnose=self.logs)
 
-    def start_app(self) -> None:
-        """Hook: the web app with LONGREAD_MODE=production (sign-in on) joins the topology here, as its
-        own process (`python -m app.cli serve --no-worker` or uvicorn) once that mode exists."""
-        raise NotImplementedError("the production web app process is added with LONGREAD_MODE=production")
+    def start_app(self) -> str:
+        """The web app as its own process with LONGREAD_MODE=production (sign-in on), as the compose
+        file's `app` service runs it (`longread serve --no-worker`); returns its base URL."""
+        import secrets
+
+        import httpx
+
+        if self.app is None or self.app.poll() is not None:
+            self.app_port = free_port()
+            env = {**self.worker_env(), "LONGREAD_MODE": "production", "LONGREAD_SECRET_KEY": secrets.token_urlsafe(32),
+                   "LONGREAD_HOST": "127.0.0.1", "LONGREAD_PORT": str(self.app_port)}  # fmt: skip
+            log = self.folder / "app.log"
+            self.app = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--no-worker"], env=env, cwd=REPO_ROOT,
+                                        stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
+            url = f"http://127.0.0.1:{self.app_port}"
+            wait_until(lambda: httpx.get(f"{url}/healthz", timeout=2).status_code == 200, 180,
+                       "the production web app to answer /healthz", poll_s=0.5, diagnose=lambda: _tail(log))
+        return f"http://127.0.0.1:{self.app_port}"
 
     def holder(self, reading_id: int, attempt: int) -> WorkerProcess:
         for w in self.workers:
@@ -318,6 +337,12 @@ class Cluster:
         for w in self.workers:
             if w is not None:
                 w.stop()
+        if self.app is not None and self.app.poll() is None:
+            os.killpg(self.app.pid, signal.SIGTERM)
+            try:
+                self.app.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.app.pid, signal.SIGKILL)
 
 
 def record(test: str, figures: dict) -> None:

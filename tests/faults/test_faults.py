@@ -326,3 +326,49 @@ def test_postgres_restarted_mid_reading(fault_dir, redis_server, model_server):
         if own is not None:
             own.stop()
         pg.destroy()
+
+
+def test_the_production_app_serves_two_readers_while_a_worker_dies(cluster):
+    """The whole topology: the web app with sign-in on (its own process), two readers through the API
+    with bearer tokens; a worker killed mid-reading costs nothing, and neither reader sees the other's."""
+    import httpx
+
+    from tests.authutil import PASSWORD, new_user
+
+    url = cluster.start_app()
+    readers = [new_user(cluster.settings(), prefix="fault") for _ in range(2)]
+    assert httpx.get(f"{url}/api/documents").status_code == 401
+    auth = []
+    for u in readers:
+        r = httpx.post(f"{url}/api/auth/token", data={"username": u.username, "password": PASSWORD})
+        assert r.status_code == 200, r.text
+        auth.append({"Authorization": f"Bearer {r.json()['access_token']}"})
+    ids = []
+    for i, headers in enumerate(auth):
+        up = httpx.post(f"{url}/api/documents", headers=headers, timeout=60,
+                        files={"file": (f"reader{i}.txt", f"{uuid.uuid4()}\n\n{DOCUMENT}".encode(), "text/plain")})
+        assert up.status_code == 201, up.text
+        asked = httpx.post(f"{url}/api/documents/{up.json()['id']}/readings", headers=headers,
+                           json={"question": QUESTIONS[i]}, timeout=60)
+        assert asked.status_code == 201, asked.text
+        ids.append(asked.json()["id"])
+    wait_until(lambda: any(len(rows(cluster, i)) >= 2 for i in ids), READ_TIMEOUT_S, "a second checkpoint",
+               poll_s=0.05, diagnose=cluster.logs)
+    before = steps_of(cluster, ids)
+    victim = next(w for w in cluster.workers if any(w.claimed(i) for i in ids))
+    victim.kill()
+    killed = time.monotonic()
+
+    def answered(i: int, headers: dict) -> bool:
+        return httpx.get(f"{url}/api/readings/{i}", headers=headers, timeout=10).json()["status"] == "done"
+
+    wait_until(lambda: all(answered(i, h) for i, h in zip(ids, auth)), 2 * READ_TIMEOUT_S,
+               "both readers' answers through the API", poll_s=0.5, diagnose=cluster.logs)
+    figures = {"fault": "kill -9 a worker while two readers read through the production web app",
+               "readings": len(ids), **lost(cluster, ids, before), "recovery_s": "",
+               "completed_s": round(time.monotonic() - killed, 1), "notes": "API with bearer tokens, sign-in on"}
+    record("production_app_worker_killed", figures)
+    assert_nothing_lost(figures, cluster)
+    # Each reader's reading is invisible to the other: 404, as for an id that does not exist.
+    assert httpx.get(f"{url}/api/readings/{ids[0]}", headers=auth[1]).status_code == 404
+    assert httpx.get(f"{url}/api/readings/{ids[1]}", headers=auth[0]).status_code == 404
