@@ -4,6 +4,7 @@ import os
 import socket
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -65,9 +66,8 @@ def settings(tmp_path: Path) -> Settings:
     return s
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> str:
-    """A fresh PostgreSQL database for this test session, dropped at the end."""
+@contextmanager
+def _fresh_postgres_database():
     if not _reachable("127.0.0.1", 5432):
         pytest.skip("PostgreSQL is not reachable on 127.0.0.1:5432")
     from sqlalchemy import create_engine, text
@@ -83,6 +83,21 @@ def postgres_url() -> str:
     with admin.connect() as c:
         c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """A fresh PostgreSQL database for this test session, dropped at the end."""
+    with _fresh_postgres_database() as url:
+        yield url
+
+
+@pytest.fixture
+def own_postgres_url() -> str:
+    """A PostgreSQL database for this test alone: for tests whose worker pass takes every queued
+    reading in the database, which the session's database holds from other tests."""
+    with _fresh_postgres_database() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,8 @@ def echo_last_line(prompt: str) -> str:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def db_settings(request, tmp_path) -> Settings:
-    url = f"sqlite:///{tmp_path / 'r.db'}" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    # Its own PostgreSQL database: the passes here take every queued reading there is.
+    url = f"sqlite:///{tmp_path / 'r.db'}" if request.param == "sqlite" else request.getfixturevalue("own_postgres_url")
     s = Settings(data_dir=tmp_path / "data", database_url=url, chunk_tokens=100, memory_tokens=20, answer_tokens=20)
     upgrade(url)
     return s
