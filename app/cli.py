@@ -6,7 +6,6 @@ The commands run on the server machine and act as the local admin `local` (app/s
 from __future__ import annotations
 
 import argparse
-import functools
 import asyncio
 import json
 import logging
@@ -451,7 +450,9 @@ def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
 
     from app.services.documents import document_text
 
-    lookup = functools.partial(document_text, settings, user=_me(settings))  # feedback lines name their document by id
+    def lookup(document_id: int) -> str:  # feedback lines name their document by id; only they touch the database
+        return document_text(settings, document_id, user=_me(settings))
+
     source = TaskSource(config.data, AutoTokenizer.from_pretrained(model_path), config.seed, lookup)
     rollouts = None
     if config.rollout_engine == "vllm":
