@@ -1,5 +1,5 @@
 """`longread` command: serve, worker, migrate, ingest, ask, readings, checkpoints, edit, cancel, retry, feedback,
-eval, train, models, users.
+eval, train, runs, models, users.
 
 The commands run on the server machine and act as the local admin `local` (app/services/users.py)."""
 
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.settings import Settings, get_settings
+from app.supervisor import die_with_supervisor
 
 if TYPE_CHECKING:  # the commands import what they need when they run: `longread --help` stays fast
     from app.services.views import CheckpointView, ReadingView
@@ -48,9 +49,17 @@ def worker_command(loglevel: str = "INFO") -> list[str]:
             "--queues=longread", f"--loglevel={loglevel}", "--without-gossip", "--without-mingle"]
 
 
+def training_worker_command(loglevel: str = "INFO") -> list[str]:
+    # One run at a time, in the worker's own process (solo pool): see worker/training_worker.py.
+    return [sys.executable, "-m", "celery", "-A", "worker.training_worker", "worker", "--pool=solo",
+            "--concurrency=1", "--prefetch-multiplier=1", "--queues=training", "--hostname=training@%h",
+            f"--loglevel={loglevel}", "--without-gossip", "--without-mingle"]
+
+
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
     _migrate(settings)
-    os.execv(sys.executable, worker_command(args.loglevel))
+    command = training_worker_command(args.loglevel) if args.training else worker_command(args.loglevel)
+    os.execv(sys.executable, command)
     return 0  # not reached
 
 
@@ -103,11 +112,13 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     url = f"http://{settings.host}:{settings.port}/"
     stopping = threading.Event()
-    supervisor = None
+    supervisors = []
     if not args.no_worker:
         # A worker that dies (killed, crashed) is started again, with backoff; see app/supervisor.py.
-        supervisor = Supervisor(worker_command())
-        supervisor.start()
+        # The training worker runs the training runs admins start from the app, one at a time.
+        supervisors = [Supervisor(worker_command()), Supervisor(training_worker_command(), name="training worker")]
+        for supervisor in supervisors:
+            supervisor.start()
     try:
         app = create_app(settings)
         print(f"Longread is up at {url}; the model is starting (questions asked now wait for it).", flush=True)
@@ -119,7 +130,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
                     timeout_graceful_shutdown=settings.shutdown_timeout_s)
     finally:
         stopping.set()
-        if supervisor is not None:
+        for supervisor in supervisors:
             supervisor.stop(timeout_s=30)
     return 0
 
@@ -392,6 +403,7 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     from training import evaluate as ev
     from training.tasks import KINDS, case_documents, cases_tasks, with_doc_tokens
 
+    die_with_supervisor()  # started by a training worker to evaluate a run: stop when it dies
     settings, label = _eval_settings(settings, args)
     config = AgentConfig(
         chunk_tokens=args.chunk_tokens or settings.chunk_tokens,
@@ -439,10 +451,13 @@ def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
     from training.data import TaskSource
     from training.trainer import Trainer, init_distributed
 
+    die_with_supervisor()  # started by a training worker: stop when it dies, even by SIGKILL
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         raise SystemExit(f"longread train: {exc}") from None
+    if args.queue:
+        return _queue_training(settings, config, args)
     run_dir = Path(args.resume or args.run_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
     model_path = resolve_model_path(config.model, settings.model_cache_dir)
     init_distributed()  # under `accelerate launch` / torchrun: one process per device
@@ -474,7 +489,8 @@ def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
         else:
             say(f"training into {run_dir}: {trainer.total_steps} steps ({config.sft_steps} SFT, {config.rl_steps} RL)",
                 flush=True)
-        trainer.run(max_steps=args.max_steps)
+        stop_file = Path(args.stop_file) if args.stop_file else None
+        trainer.run(max_steps=args.max_steps, should_stop=lambda: stop_file is not None and stop_file.exists())
     finally:
         if rollouts:
             rollouts.close()
@@ -482,6 +498,23 @@ def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
     say(f"metrics: {run_dir / 'metrics.jsonl'}, curve: {run_dir / 'curve.png'}"
         + (f", adapter: {run_dir / 'adapter'}" if done else
            f"; stopped at step {trainer.step}: resume with --resume {run_dir}"), flush=True)
+    return 0
+
+
+def _queue_training(settings: Settings, config, args: argparse.Namespace) -> int:  # noqa: ANN001 - a TrainConfig
+    """`longread train CONFIG --queue`: a run of the app (`longread runs`), executed by a training worker."""
+    from app.services import training_runs
+
+    if args.resume or args.run_dir or args.max_steps or args.stop_file:
+        raise SystemExit("longread train: --queue takes only --name (the run's folder is the app's: LONGREAD_TRAINING_DIR)")
+    _migrate(settings)
+    try:
+        run = training_runs.queue_config(settings, config, name=args.name or Path(args.config).stem,
+                                         user=_me(settings))
+    except training_runs.RunError as exc:
+        raise SystemExit(f"longread train: {exc}") from None
+    print(f"run {run.id} {run.name!r} queued ({run.total_steps} steps) in {run.run_dir}; "
+          f"`longread runs` shows it, a training worker (`longread worker --training`) runs it")
     return 0
 
 
@@ -553,6 +586,69 @@ def _version_fields(settings: Settings, args: argparse.Namespace) -> dict:
     )  # fmt: skip
 
 
+def _run_json(r) -> dict:  # noqa: ANN001 - a RunView
+    from dataclasses import asdict
+
+    out = asdict(r)
+    for key in ("created_at", "started_at", "finished_at"):
+        out[key] = out[key].isoformat() if out[key] else None
+    return out
+
+
+def _evaluation_figure(evaluation: dict | None) -> str:
+    """The evaluation in a few words: mean sub-EM of the baseline → the run, or where it stands."""
+    from app.services.models import key_metrics
+
+    if not evaluation:
+        return "-"
+    if evaluation.get("status") != "done":
+        return f"evaluation {evaluation.get('status')}"
+    means = []
+    for side in ("baseline", "candidate"):
+        scores = key_metrics({"summary": evaluation[side]["summary"]})
+        means.append(sum(scores.values()) / len(scores) if scores else 0.0)
+    return f"sub-EM {means[0]:.0%} (active) → {means[1]:.0%}"
+
+
+def cmd_runs(settings: Settings, args: argparse.Namespace) -> int:
+    """Training runs of the app: list them, or cancel, resume, evaluate or promote one."""
+    from app.services import training_runs as tr
+    from app.services.errors import NotFound
+
+    _migrate(settings)
+    me = _me(settings)
+    try:
+        if args.runs_command == "promote":
+            version_id = tr.promote_run(settings, _run_id(args.id), user=me)
+            print(json.dumps({"run_id": int(args.id), "version_id": version_id}) if args.json else
+                  f"run {args.id} is model version {version_id}, now active: new readings use it")  # fmt: skip
+            return 0
+        if args.runs_command:
+            act = {"cancel": tr.cancel_run, "resume": tr.resume_run, "evaluate": tr.evaluate_run}[args.runs_command]
+            r = act(settings, _run_id(args.id), user=me)
+            said = f"evaluation {r.evaluation['status']}" if args.runs_command == "evaluate" else r.status
+            print(json.dumps(_run_json(r)) if args.json else f"run {r.id}: {said}")
+            return 0
+        runs = tr.list_runs(settings, user=me)
+    except (tr.RunError, NotFound) as exc:
+        raise SystemExit(f"longread runs: {exc}") from None
+    if args.json:
+        print(json.dumps({"runs": [_run_json(r) for r in runs]}, ensure_ascii=False))
+        return 0
+    for r in runs:
+        where = f" (#{r.queue_position} in the queue)" if r.queue_position else ""
+        print(f"#{r.id} {r.name}: {r.status}{where}, step {r.step}/{r.total_steps}, created "
+              f"{r.created_at:%Y-%m-%d %H:%M}, {_evaluation_figure(r.evaluation)}"
+              + (f"\n   error: {r.error.splitlines()[0]}" if r.error else ""))  # fmt: skip
+    return 0
+
+
+def _run_id(value: str) -> int:
+    if not value.isdigit():
+        raise SystemExit(f"longread runs: {value!r} is not a run id")
+    return int(value)
+
+
 def _read_password(prompt: str) -> str:
     """A password from standard input: asked for without echo (twice) on a terminal, else its first line."""
     import getpass
@@ -610,8 +706,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="start the web app (and, by default, a worker)")
     serve.add_argument("--no-worker", action="store_true", help="do not start a Celery worker")
     serve.set_defaults(func=cmd_serve)
-    worker = sub.add_parser("worker", help="run a Celery worker that reads documents")
+    worker = sub.add_parser("worker", help="run a Celery worker that reads documents (or, --training, runs training)")
     worker.add_argument("--loglevel", default="INFO")
+    worker.add_argument("--training", action="store_true",
+                        help="run training runs and their evaluations (queue `training`), one at a time, instead")
     worker.set_defaults(func=cmd_worker)
     sub.add_parser("migrate", help="bring the database schema up to date").set_defaults(func=cmd_migrate)
     ingest = sub.add_parser("ingest", help="store and parse a file; prints the document id")
@@ -707,7 +805,24 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--run-dir", help="where the run writes (default runs/DATE-TIME)")
     train.add_argument("--resume", metavar="RUN_DIR", help="continue this run from its last checkpoint")
     train.add_argument("--max-steps", type=int, help="stop after this many more steps (resume later)")
+    train.add_argument("--stop-file", metavar="PATH", help="between steps, if this file exists: save a checkpoint "
+                       "and stop (resume later)")
+    train.add_argument("--queue", action="store_true", help="do not train here: queue the run for a training "
+                       "worker, as the app does (`longread runs` lists it)")
+    train.add_argument("--name", help="with --queue: the run's name (default: the config file's name)")
     train.set_defaults(func=cmd_train)
+    runs = sub.add_parser("runs", help="training runs of the app: list, cancel, resume, evaluate, promote",
+                          description="Without a subcommand: list the runs, newest first.")
+    runs.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    runs.set_defaults(func=cmd_runs, runs_command=None)
+    runs_sub = runs.add_subparsers(dest="runs_command")
+    for verb, text in (("cancel", "stop a queued or running run (it saves a checkpoint first)"),
+                       ("resume", "queue a cancelled or failed run again: it goes on from its last checkpoint"),
+                       ("evaluate", "evaluate a finished run beside the active model version (a training worker does)"),
+                       ("promote", "make a finished run's adapter a model version, active for new readings")):  # fmt: skip
+        verb_parser = runs_sub.add_parser(verb, help=text)
+        verb_parser.add_argument("id", metavar="ID")
+        verb_parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     models = sub.add_parser("models", help="model versions: list, add a trained adapter, activate one",
                             description="Without a subcommand: list model versions (* marks the one new readings use).")
     models.add_argument("--json", action="store_true", help="print one JSON object on stdout")

@@ -182,6 +182,56 @@ class ModelVersion(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class RunStatus(str, enum.Enum):
+    queued = "queued"
+    running = "running"
+    #: an admin asked it to stop: the trainer saves a checkpoint after the step under way, then stops
+    cancelling = "cancelling"
+    cancelled = "cancelled"
+    failed = "failed"
+    done = "done"
+
+
+class TrainingRun(Base):
+    """A training run started by an admin (browser, API or `longread train --queue`) and executed by a
+    training worker (Celery queue `training`). The run's folder holds what the trainer writes: the
+    config, metrics.jsonl, samples.jsonl, train.log, its checkpoint and final adapter; the table holds
+    who, what, where it is and what came of it (app/services/training_runs.py)."""
+
+    __tablename__ = "training_run"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    status: Mapped[RunStatus] = mapped_column(_enum(RunStatus), default=RunStatus.queued, index=True)
+    #: the TrainConfig (training/config.py) as JSON: what `longread train` runs
+    config: Mapped[dict] = mapped_column(JSON)
+    #: the data selection the admin made (feedback since/which, QA files, synthetic kinds and lengths)
+    selection: Mapped[dict] = mapped_column(JSON)
+    run_dir: Mapped[str] = mapped_column(String(1000))
+    #: the version it trains from (its adapter is the starting point); None: the base model
+    start_version_id: Mapped[int | None] = mapped_column(ForeignKey("model_version.id", ondelete="SET NULL"))
+    #: the version promoted from this run
+    version_id: Mapped[int | None] = mapped_column(ForeignKey("model_version.id", ondelete="SET NULL"))
+    created_by_id: Mapped[int | None] = mapped_column(ForeignKey("user_account.id", ondelete="SET NULL"))
+    step: Mapped[int] = mapped_column(Integer, default=0)
+    total_steps: Mapped[int] = mapped_column(Integer)
+    #: how many times a worker took it up (a killed worker's run is taken up again, from its checkpoint)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str | None] = mapped_column(String(200))
+    #: running: the training worker's last sign of life; queued: when it was last put on the queue (a
+    #: run that waits longer than stale_after_s is put on it again by an idle training worker)
+    heartbeat_at: Mapped[datetime | None]
+    error: Mapped[str | None] = mapped_column(Text)
+    #: the run's expected duration when it was started, seconds (training_runs.estimate_seconds)
+    estimate_s: Mapped[float | None]
+    #: {"status": queued|running|done|failed, "baseline": {...}, "candidate": {...}, "error": ...}:
+    #: `longread eval` summaries of the active version and of this run's adapter on the same held-out sets
+    evaluation: Mapped[dict | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+
+
 class Checkpoint(Base):
     """The memory after chunk `step` (1-based) of a reading. Written once, never updated."""
 

@@ -13,6 +13,11 @@ from celery import Celery
 from app.settings import Settings
 
 READ_TASK = "longread.read_pending"
+#: training runs and their evaluations go to the queue `training`, which only training workers
+#: (worker/training_worker.py) consume: reading workers never take them, nor they a reading
+TRAIN_TASK = "longread.train_run"
+EVAL_TASK = "longread.evaluate_run"
+TRAINING_QUEUE = "training"
 
 
 @lru_cache
@@ -40,3 +45,13 @@ def request_reading_pass(settings: Settings) -> None:
     The task carries no id: the worker claims queued readings from the database and adds them to
     the pass it is running, or starts one."""
     celery_app(settings).send_task(READ_TASK)
+
+
+def request_training(settings: Settings, run_id: int) -> None:
+    """Ask a training worker to run (or go on with) training run `run_id`. Call after committing it queued."""
+    celery_app(settings).send_task(TRAIN_TASK, args=[run_id], queue=TRAINING_QUEUE)
+
+
+def request_evaluation(settings: Settings, run_id: int) -> None:
+    """Ask a training worker to evaluate run `run_id`. Call after committing its evaluation queued."""
+    celery_app(settings).send_task(EVAL_TASK, args=[run_id], queue=TRAINING_QUEUE)

@@ -141,6 +141,22 @@ class Settings(BaseSettings):
         "again and reads on from its last checkpoint. The model server being unreachable does not count.",
     )
 
+    training_dir: Path | None = Field(
+        None, description="Where training runs started from the app keep their folders (config, data, metrics, "
+        "log, checkpoint, adapter); empty means DATA_DIR/training. The web app writes it and the training "
+        "worker reads it, so both must see the same folder."
+    )
+    eval_n: int = Field(
+        8, ge=1, description="Questions per document length when a training run is evaluated against the "
+        "active model (`longread eval --n`)."
+    )
+
+    @model_validator(mode="after")
+    def _training_dir(self) -> Settings:
+        if self.training_dir is None:
+            self.training_dir = self.data_dir / "training"
+        return self
+
     @model_validator(mode="after")
     def _engine_needs(self) -> Settings:
         if self.engine == "openai" and not self.openai_base_url:

@@ -15,12 +15,15 @@ from fastapi.staticfiles import StaticFiles
 
 from app.api import auth
 from app.api.routes import router
+from app.api.training import router as training_router
 from app.documents.pages import PageRenderError
 from app.documents.sandbox import warm_up as warm_up_parser
 from app.services.documents import UploadError
 from app.services.errors import NotFound
 from app.services.feedback import FeedbackError
+from app.services.models import ModelVersionError
 from app.services.readings import ReadingError
+from app.services.training_runs import RunError
 from app.services.users import Forbidden, UserError
 from app.settings import Settings, get_settings
 from app.ui.gradio_app import UPLOAD_HEADROOM, build_ui
@@ -53,7 +56,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # Errors the services raise for bad input: their message, with the status that says what went wrong.
     for error, code in ((UploadError, 413), (NotFound, 404), (ReadingError, 422), (PageRenderError, 422),
-                        (FeedbackError, 422), (Forbidden, 403), (UserError, 422)):  # fmt: skip
+                        (FeedbackError, 422), (Forbidden, 403), (UserError, 422), (RunError, 422),
+                        (ModelVersionError, 422)):  # fmt: skip
         api.add_exception_handler(error, _detail_response(code))
     auth.add_error_handlers(api)
 
@@ -66,6 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.include_router(auth.router)
     api.include_router(auth.pages)
     api.include_router(router)
+    api.include_router(training_router)
     api.mount("/app-static", StaticFiles(directory=STATIC_DIR), name="app-static")
     css = (STATIC_DIR / "longread.css").read_text()
     # The UI refuses files over the limit itself, with a message that says so (see UPLOAD_HEADROOM).

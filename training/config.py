@@ -2,12 +2,13 @@
 to change. A run is SFT on oracle memory traces (optional warm start), then multi-conversation
 GRPO (optional); `sft_steps` and `rl_steps` select SFT alone, RL alone, or SFT then RL.
 
-Load a TOML file with `load_config(path)`; `preset = "small"` or `"memagent"` in it starts from a
+Load a TOML (or JSON) file with `load_config(path)`; `preset = "small"` or `"memagent"` in it starts from a
 preset and the file's other keys override it.
 """
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -147,16 +148,22 @@ PRESETS: dict[str, dict] = {
 
 
 def load_config(path: Path | str) -> TrainConfig:
-    """A TOML file (optionally `preset = NAME` plus overrides) or a preset name."""
+    """A TOML file (optionally `preset = NAME` plus overrides), a JSON file of the same keys (a run
+    folder's config.json, as the training worker runs it) or a preset name."""
     if str(path) in PRESETS:
         return make_config({"preset": str(path)})
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text())
+        text = path.read_text()
+        raw = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file (or a preset: {', '.join(PRESETS)})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a config is an object of settings, not {type(raw).__name__}")
     return make_config(raw, where=str(path))
 
 

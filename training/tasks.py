@@ -498,6 +498,22 @@ _RIGHT = {"correct", "right"}
 _WRONG = {"incorrect", "wrong", "wrong-with-correction"}
 
 
+def feedback_answer(row: dict) -> str | None:
+    """What a judged reading (a feedback export row) teaches: its own answer when judged right (or the
+    correction given with it), the correction when judged wrong; None when it teaches nothing.
+
+    >>> feedback_answer({"verdict": "correct", "answer": "42"}), feedback_answer({"verdict": "incorrect"})
+    ('42', None)
+    """
+    verdict = str(row.get("verdict", "")).lower()
+    corrected = (row.get("corrected_answer") or "").strip()
+    if verdict in _RIGHT:
+        return corrected or (row.get("answer") or row.get("model_answer") or "").strip() or None
+    if verdict in _WRONG:
+        return corrected or None
+    return None
+
+
 def feedback_tasks(path: Path, documents: Callable[[Any], str] | None = None) -> list[Task]:
     """Tasks from `longread feedback export` JSON Lines: a reading judged right teaches its own answer,
     one judged wrong teaches its corrected answer (and is skipped without one). The document comes
@@ -507,14 +523,7 @@ def feedback_tasks(path: Path, documents: Callable[[Any], str] | None = None) ->
     shared: dict[Any, str] = {}
     tasks = []
     for i, row in enumerate(_jsonl(path)):
-        verdict = str(row.get("verdict", "")).lower()
-        corrected = (row.get("corrected_answer") or "").strip()
-        if verdict in _RIGHT:
-            answer = corrected or (row.get("answer") or row.get("model_answer") or "").strip()
-        elif verdict in _WRONG:
-            answer = corrected
-        else:
-            continue
+        answer = feedback_answer(row)
         if not answer or not row.get("question"):
             continue
         if row.get("document_text"):

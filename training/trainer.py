@@ -97,14 +97,19 @@ class Trainer:
     def total_steps(self) -> int:
         return self.config.sft_steps + self.config.rl_steps
 
-    def run(self, max_steps: int | None = None) -> None:
-        """Train to the end (or `max_steps` more steps), saving every `save_every` steps and at the end."""
+    def run(self, max_steps: int | None = None, should_stop: Callable[[], bool] = lambda: False) -> None:
+        """Train to the end (or `max_steps` more steps), saving every `save_every` steps and at the end.
+        `should_stop` is asked between steps: True saves a checkpoint (if the last step has none) and returns."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         if self.rank == 0:
             (self.run_dir / "config.json").write_text(self.config.model_dump_json(indent=2))
         stop = self.total_steps if max_steps is None else min(self.total_steps, self.step + max_steps)
         started, first = time.monotonic(), self.step
         while self.step < stop:
+            if should_stop():
+                if self.step > first and self.step % self.config.save_every and self.rank == 0:
+                    self.save()
+                break
             t0 = time.monotonic()
             result = self.sft_step() if self.step < self.config.sft_steps else self.rl_step()
             self.step += 1

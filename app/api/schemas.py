@@ -4,8 +4,8 @@ services' views into these with `out(Model, view)`."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal, TypeVar
+from datetime import date, datetime
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -187,3 +187,147 @@ class HealthOut(_Out):
     detail: str | None = Field(description="for failed: the error and the last lines of the engine's log")
     starting_for_s: float | None
     summary: str = Field(description="the same, in one sentence")
+
+
+# --- training runs and model versions (admins; app/api/training.py) ---------------------------------
+
+
+class SelectionIn(BaseModel):
+    """What a run trains on (app/services/training_runs.py DataSelection). A reader's feedback is used
+    only when an admin includes it."""
+
+    include_feedback: bool = False
+    feedback_since: date | None = Field(None, description="only feedback given on or after this day (UTC)")
+    feedback_ids: list[int] | None = Field(None, description="only these feedback rows; None: every one the date admits")
+    contracts: bool = Field(False, description="the training split of the shared contracts' expert QA")
+    qa_files: list[str] = Field([], description="QA JSON Lines files on the server (GET /api/training/data)")
+    synthetic_kinds: list[str] = Field(["single-needle"], description="synthetic task kinds; [] for none")
+    lengths: list[int] = Field([1024], description="synthetic documents' lengths in tokens, shortest first")
+
+
+class ParamsIn(BaseModel):
+    """The main hyperparameters (each TrainConfig's field of the same name; its help text is in
+    GET /api/training/data `field_help`); `extra` sets any other TrainConfig field."""
+
+    sft_steps: int = 0
+    rl_steps: int = 10
+    learning_rate: float = 1e-4
+    sft_learning_rate: float = 3e-4
+    samples_per_step: int = 4
+    group_size: int = 8
+    temperature: float = 0.7
+    kl_coef: float = 0.0
+    save_every: int = 2
+    extra: dict[str, Any] = {}
+
+
+class EstimateIn(BaseModel):
+    selection: SelectionIn = SelectionIn()
+    params: ParamsIn = ParamsIn()
+
+
+class RunIn(EstimateIn):
+    name: str | None = Field(None, max_length=200, description="None: a name made from the date")
+    start_version_id: int | None = Field(None, description="the model version it trains from; None or 0: the active one")
+
+
+class EstimateOut(_Out):
+    seconds: float
+    basis: str = Field(description="where the figure comes from (a finished run's pace, or the built-in figure)")
+
+
+class FeedbackRowOut(_Out):
+    id: int
+    reading_id: int
+    document_id: int
+    document_title: str
+    username: str
+    verdict: str
+    question: str
+    answer: str | None = Field(description="the model's")
+    corrected_answer: str | None
+    created_at: datetime
+    held_out: bool = Field(description="its document is kept for evaluation, never trained on")
+
+
+class QAFileOut(_Out):
+    path: str
+    questions: int
+
+
+class KindOut(_Out):
+    kind: str
+    description: str
+
+
+class ContractsOut(_Out):
+    documents: int = Field(description="training documents")
+    questions: int = Field(description="training questions")
+    held_out_documents: int
+
+
+class DataOverviewOut(_Out):
+    feedback: list[FeedbackRowOut]
+    qa_files: list[QAFileOut]
+    synthetic_kinds: list[KindOut]
+    contracts: ContractsOut
+    field_help: dict[str, str] = Field(description="each ParamsIn field's help text")
+
+
+class SampleOut(_Out):
+    source: str = Field(description="feedback | contracts | qa | synthetic")
+    question: str
+    answers: list[str]
+    doc_tokens: int
+    excerpt: str = Field(description="the document's first characters")
+
+
+class RunOut(_Out):
+    id: int
+    name: str
+    status: str = Field(description="queued | running | cancelling | cancelled | failed | done")
+    created_by: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    step: int
+    total_steps: int
+    eta_s: float | None
+    queue_position: int | None = Field(description="1 for the next run to start; None unless queued")
+    attempts: int
+    error: str | None
+    start_version: str = Field(description="the version it trains from, or `base`")
+    version_id: int | None = Field(description="the model version it was promoted to")
+    evaluation: dict[str, Any] | None = Field(description="status, and the baseline's and this run's summary rows")
+    config: dict[str, Any]
+    selection: dict[str, Any]
+    run_dir: str
+    resumable: bool
+    estimate_s: float | None
+
+
+class RunDetailOut(_Out):
+    """A run as its page shows it: the run, every metrics row, the latest sample rollouts, the log's tail."""
+
+    run: RunOut
+    metrics: list[dict[str, Any]] = Field(description="metrics.jsonl: step, phase, reward, accuracy, loss, kl, …")
+    samples: list[dict[str, Any]] = Field(description="question, gold, each step's memory, answer, reward")
+    log: str
+
+
+class ModelVersionOut(_Out):
+    id: int
+    name: str
+    base_model: str
+    adapter_path: str | None
+    engine: str | None
+    template_set: str
+    chunk_tokens: int | None
+    memory_tokens: int | None
+    training_run: str | None = Field(description="the folder of the run that trained it")
+    active: bool
+    key_metrics: dict[str, float] = Field(description="sub-EM per held-out set")
+    metrics: dict[str, Any] | None
+    created_at: datetime
+    run_id: int | None = Field(None, description="the training run promoted to it")
+    lineage: list[str] = Field([], description="from the base model to this version, through runs and versions")

@@ -4,13 +4,13 @@ commits and enqueues); the UI only shows the views they return.
 
 Every service call passes the signed-in user (`me()`: Gradio's `gr.Request.username`, which the app's
 auth_dependency sets, app/api/auth.py), so the services' ownership checks hold for the UI too. Admins
-also get the Users panel (list, add, change role, disable), hidden for readers."""
+also get the Users panel (list, add, change role, disable) and the Training and Models tabs
+(app/ui/training_ui.py), hidden for readers."""
 
 from __future__ import annotations
 
 import bisect
 import html
-import string
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,25 +27,10 @@ from app.services.users import UserView
 from app.services.readings import MAX_CHUNK_TOKENS, MAX_MEMORY_TOKENS, MIN_CHUNK_TOKENS, MIN_MEMORY_TOKENS
 from app.services.views import QUEUED, DocumentView, ProgressView, ReadingView, StepView, word_diff
 from app.settings import Settings
+from app.ui.text import fmt_seconds, text_md
+from app.ui.training_ui import build_admin_tabs
 
 ACTIVE = {"queued", "running"}
-
-# Markdown's punctuation, escaped with a backslash; & < > " ' become HTML entities instead.
-_MD_ESCAPES = str.maketrans({c: "\\" + c for c in string.punctuation if c not in "&<>\"'"})
-
-
-def text_md(value: object) -> str:
-    """`value` as literal text inside Markdown: no HTML, link, image, emphasis or heading can come
-    out of it. Every value from a document, a user or the model goes through this before it is put
-    in a Markdown string; line breaks become spaces (these are one-line fields)."""
-    return html.escape(" ".join(str(value).split()).translate(_MD_ESCAPES))
-
-
-def _fmt_seconds(s: float | None) -> str:
-    if s is None:
-        return "–"
-    s = int(round(s))
-    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
 
 
 def _pages(first: int, last: int, unit: str = "page", labels: list[str] | None = None) -> str:
@@ -74,7 +59,7 @@ def describe_document(d: DocumentView) -> str:
         if e.seconds is None:
             line += f"  \nOne question reads {chunks} on {text_md(e.engine)} (no speed figure for it yet)."
         else:
-            line += (f"  \nOne question: about {_fmt_seconds(e.seconds)} to read {chunks} "
+            line += (f"  \nOne question: about {fmt_seconds(e.seconds)} to read {chunks} "
                      f"on {text_md(e.engine)} ({text_md(e.basis)}).")
     return line
 
@@ -90,7 +75,7 @@ UPLOAD_TYPES = [".pdf", ".docx", ".epub", ".html", ".htm", ".xhtml", ".md", ".ma
 def describe_progress(status: str, p: ProgressView, error: str | None, h: Health | None = None) -> str:
     """The reading's status line. Reading time and waiting time are apart: time spent waiting for a
     worker is not reading, and while nothing reads the reading there is no ETA (`h`: the workers' state)."""
-    waited = f" (waited {_fmt_seconds(p.waiting_s)})" if p.waiting_s and p.waiting_s >= 1 else ""
+    waited = f" (waited {fmt_seconds(p.waiting_s)})" if p.waiting_s and p.waiting_s >= 1 else ""
     if status == "queued":
         if error:  # put back in the queue by its worker: the model server is unreachable (app/services/runner.py)
             return f"Queued, {text_md(error)}; it reads on from its last checkpoint by itself when it answers{waited}."
@@ -108,14 +93,14 @@ def describe_progress(status: str, p: ProgressView, error: str | None, h: Health
         return f"Cancelled {where}: **Resume reading** carries on from there."
     total = p.total or 0
     if status == "done":
-        return (f"Done: read {total} chunk{'s' if total != 1 else ''} in {_fmt_seconds(p.reading_s)}"
+        return (f"Done: read {total} chunk{'s' if total != 1 else ''} in {fmt_seconds(p.reading_s)}"
                 f"{waited}.")
     if p.stalled or (h is not None and h.engine_state == "none"):
         return (f"Paused after chunk {p.step} of {total}: no worker is reading it; it resumes where it "
-                f"stopped when a worker takes it up · read {_fmt_seconds(p.reading_s)}{waited}")
+                f"stopped when a worker takes it up · read {fmt_seconds(p.reading_s)}{waited}")
     step = min(p.step + 1, total)
     phase = f"Reading chunk {step} of {total}" if p.step < total else "Writing the answer"
-    return f"{phase} · read {_fmt_seconds(p.reading_s)} · ETA {_fmt_seconds(p.eta_s)}{waited}"
+    return f"{phase} · read {fmt_seconds(p.reading_s)} · ETA {fmt_seconds(p.eta_s)}{waited}"
 
 
 def _tokens(value: float | None) -> int | None:
@@ -573,10 +558,11 @@ def build_ui(settings: Settings) -> gr.Blocks:
         return describe_health(h), gr.update(value=h.detail if failed else "", visible=failed)
 
     def on_account():
-        """The header's account line (who is signed in, a sign-out button) and, for admins, the Users panel."""
+        """The header's account line (who is signed in, a sign-out button) and, for admins, the Users panel
+        and the Training and Models tabs."""
         who = me()
         if who is None:
-            return "", gr.update(visible=False), *admin_view(None)
+            return "", *(gr.update(visible=False),) * 3, *admin_view(None)
         if settings.mode == "production":
             line = (f'Signed in as <b id="account-name">{html.escape(who.username)}</b> ({html.escape(who.role)})'
                     '<form method="post" action="/logout" class="lr-signout">'
@@ -584,7 +570,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
         else:
             line = (f'Acting as the local admin <b id="account-name">{html.escape(who.username)}</b> '
                     "(embedded mode: no sign-in)")
-        return (f'<div class="lr-account">{line}</div>', gr.update(visible=who.is_admin),
+        return (f'<div class="lr-account">{line}</div>', *(gr.update(visible=who.is_admin),) * 3,
                 *admin_view("" if who.is_admin else None))
 
     def admin_view(note: str | None):
@@ -630,107 +616,110 @@ def build_ui(settings: Settings) -> gr.Blocks:
         health_line = gr.Markdown(elem_id="health", latex_delimiters=[])
         engine_log = gr.Textbox(label="The model's log (last lines)", lines=8, max_lines=20, interactive=False,
                                 visible=False, elem_id="engine-log")
-        reading_id = gr.State(None)
-        with gr.Row():
-            with gr.Column(scale=1, min_width=320):
-                upload = gr.File(label=f"Upload (PDF, DOCX, EPUB, HTML, MD, TXT; at most {settings.max_upload_mb} MiB)",
-                                 file_types=UPLOAD_TYPES, elem_id="upload")
-                document = gr.Dropdown(label="Document", choices=doc_choices(), value=None,
-                                       elem_id="document")
-                doc_info = gr.Markdown(elem_id="doc-info", latex_delimiters=[])
-            with gr.Column(scale=2):
-                question = gr.Textbox(label="Question", placeholder="Which law governs this agreement?",
-                                      elem_id="question")
-                with gr.Accordion("More questions at once", open=False, elem_id="more-box"):
-                    more_questions = gr.Textbox(label="More questions, one a line: read together with the one "
-                                                "above, in one pass", lines=3, elem_id="more-questions")
-                with gr.Accordion("Reading settings", open=False):
-                    # Limits are the service's (a clear "Cannot ask" message), not Gradio's.
-                    chunk_tokens = gr.Number(settings.chunk_tokens, precision=0, elem_id="chunk-tokens",
-                                             label=f"Chunk tokens ({MIN_CHUNK_TOKENS:,}–{MAX_CHUNK_TOKENS:,})")
-                    memory_tokens = gr.Number(settings.memory_tokens, precision=0, elem_id="memory-tokens",
-                                              label=f"Memory tokens ({MIN_MEMORY_TOKENS:,}–{MAX_MEMORY_TOKENS:,})")
-                ask = gr.Button("Ask", variant="primary", elem_id="ask")
-                status = gr.Markdown(elem_id="status", latex_delimiters=[])
-                bar = gr.HTML(elem_id="progress")
+        with gr.Tabs(elem_id="pages"):
+            with gr.Tab("Read", id="read", elem_id="read-tab"):
+                reading_id = gr.State(None)
                 with gr.Row():
-                    cancel = gr.Button("Cancel reading", size="sm", elem_id="cancel")
-                    retry = gr.Button("Resume reading", size="sm", elem_id="retry")
-                memory = gr.Textbox(label="Agent memory", lines=6, interactive=False, elem_id="memory")
-                answer = gr.Textbox(label="Answer", interactive=False, elem_id="answer")
-                with gr.Accordion("Timeline: the memory after each chunk (edit one and resume from it)",
-                                  open=False, elem_id="timeline") as timeline:
-                    step_slider = gr.Slider(0, 1, value=0, step=1, label="Step (arrow keys move through the steps)",
-                                            interactive=False, elem_id="step")
-                    step_info = gr.Markdown(elem_id="step-info", latex_delimiters=[])
+                    with gr.Column(scale=1, min_width=320):
+                        upload = gr.File(label=f"Upload (PDF, DOCX, EPUB, HTML, MD, TXT; at most {settings.max_upload_mb} MiB)",
+                                         file_types=UPLOAD_TYPES, elem_id="upload")
+                        document = gr.Dropdown(label="Document", choices=doc_choices(), value=None,
+                                               elem_id="document")
+                        doc_info = gr.Markdown(elem_id="doc-info", latex_delimiters=[])
+                    with gr.Column(scale=2):
+                        question = gr.Textbox(label="Question", placeholder="Which law governs this agreement?",
+                                              elem_id="question")
+                        with gr.Accordion("More questions at once", open=False, elem_id="more-box"):
+                            more_questions = gr.Textbox(label="More questions, one a line: read together with the one "
+                                                        "above, in one pass", lines=3, elem_id="more-questions")
+                        with gr.Accordion("Reading settings", open=False):
+                            # Limits are the service's (a clear "Cannot ask" message), not Gradio's.
+                            chunk_tokens = gr.Number(settings.chunk_tokens, precision=0, elem_id="chunk-tokens",
+                                                     label=f"Chunk tokens ({MIN_CHUNK_TOKENS:,}–{MAX_CHUNK_TOKENS:,})")
+                            memory_tokens = gr.Number(settings.memory_tokens, precision=0, elem_id="memory-tokens",
+                                                      label=f"Memory tokens ({MIN_MEMORY_TOKENS:,}–{MAX_MEMORY_TOKENS:,})")
+                        ask = gr.Button("Ask", variant="primary", elem_id="ask")
+                        status = gr.Markdown(elem_id="status", latex_delimiters=[])
+                        bar = gr.HTML(elem_id="progress")
+                        with gr.Row():
+                            cancel = gr.Button("Cancel reading", size="sm", elem_id="cancel")
+                            retry = gr.Button("Resume reading", size="sm", elem_id="retry")
+                        memory = gr.Textbox(label="Agent memory", lines=6, interactive=False, elem_id="memory")
+                        answer = gr.Textbox(label="Answer", interactive=False, elem_id="answer")
+                        with gr.Accordion("Timeline: the memory after each chunk (edit one and resume from it)",
+                                          open=False, elem_id="timeline") as timeline:
+                            step_slider = gr.Slider(0, 1, value=0, step=1, label="Step (arrow keys move through the steps)",
+                                                    interactive=False, elem_id="step")
+                            step_info = gr.Markdown(elem_id="step-info", latex_delimiters=[])
+                            with gr.Row():
+                                step_chunk = gr.Textbox(label="The chunk the agent read", lines=8, max_lines=16,
+                                                        interactive=False, elem_id="step-chunk")
+                                step_memory = gr.Textbox(label="The memory it wrote (edit it, then resume from it)", lines=8,
+                                                         max_lines=16, interactive=True, elem_id="step-memory")
+                            step_diff = gr.HighlightedText(label="Change from the step before", combine_adjacent=False,
+                                                           show_legend=True, show_inline_category=False,
+                                                           color_map=DIFF_COLORS, elem_id="step-diff")
+                            resume = gr.Button("Resume from this memory (a new branch)", size="sm", interactive=False,
+                                               elem_id="resume-edit")
+                            edit_msg = gr.Markdown(elem_id="edit-msg", latex_delimiters=[])
+                        with gr.Accordion("Where it came from: each sentence of the memory and the answer, and its passage",
+                                          open=False, elem_id="provenance") as provenance_box:
+                            sources = gr.Dataframe(value=[], headers=SOURCE_COLUMNS, type="array", interactive=False,
+                                                   wrap=True, max_height=300, elem_id="sources",
+                                                   column_widths=["10%", "55%", "12%", "23%"])
+                            source_note = gr.Markdown(elem_id="source-note", latex_delimiters=[])
+                            with gr.Row():
+                                source_passage = gr.HighlightedText(label="The passage, in its place in the document",
+                                                                    combine_adjacent=False, show_legend=False,
+                                                                    show_inline_category=False,
+                                                                    color_map={"source": "yellow"}, elem_id="source-passage")
+                                source_page = gr.HTML(visible=False, elem_id="source-page")
+                            source_spans = gr.State([])
+                        with gr.Group(elem_id="branches-box"):
+                            branches_note = gr.Markdown(elem_id="branches-note", latex_delimiters=[])
+                            branches_table = gr.Dataframe(value=[], headers=BRANCH_COLUMNS, type="array", interactive=False,
+                                                          wrap=True, max_height=260, elem_id="branches",
+                                                          label="Branches: this reading's family as a tree (choose one to "
+                                                          "open it)", column_widths=["8%", "52%", "12%", "28%"])
+                        with gr.Accordion("Compare answers: this reading beside another of the document (a branch, say)",
+                                          open=False, elem_id="compare") as compare_box:
+                            compare_with = gr.Dropdown(label="Compare with", choices=[], value=None, elem_id="compare-with")
+                            with gr.Row():
+                                compare_left = gr.Textbox(label="This reading", lines=6, max_lines=20, interactive=False,
+                                                          elem_id="compare-left")
+                                compare_right = gr.Textbox(label="The other reading", lines=6, max_lines=20,
+                                                           interactive=False, elem_id="compare-right")
+                        with gr.Group(elem_id="feedback"):
+                            verdict = gr.Radio(["correct", "incorrect"], label="Your verdict on this answer",
+                                               elem_id="verdict")
+                            corrected = gr.Textbox(label="The right answer (if it is wrong)", elem_id="corrected-answer")
+                            comment = gr.Textbox(label="Comment", elem_id="feedback-comment")
+                            save_feedback = gr.Button("Save feedback", size="sm", elem_id="save-feedback")
+                        feedback_list = gr.Markdown(elem_id="feedback-list", latex_delimiters=[])
+                readings_table = gr.Dataframe(value=[], headers=READING_COLUMNS, type="array", interactive=False,
+                                              wrap=True, max_height=360, elem_id="readings",
+                                              label="Readings of this document: choose one to open it",
+                                              column_widths=["6%", "30%", "12%", "30%", "10%", "12%"])
+                # Admins only (hidden for readers; the services refuse a reader's calls all the same).
+                with gr.Accordion("Users (admins only): add, change role, disable", open=True, visible=False,
+                                  elem_id="admin-users") as admin_box:
+                    users_table = gr.Dataframe(value=[], headers=["#", "Username", "Role", "State", "Password set",
+                                                                  "Created (UTC)"], type="array", interactive=False,
+                                               elem_id="users-table")
                     with gr.Row():
-                        step_chunk = gr.Textbox(label="The chunk the agent read", lines=8, max_lines=16,
-                                                interactive=False, elem_id="step-chunk")
-                        step_memory = gr.Textbox(label="The memory it wrote (edit it, then resume from it)", lines=8,
-                                                 max_lines=16, interactive=True, elem_id="step-memory")
-                    step_diff = gr.HighlightedText(label="Change from the step before", combine_adjacent=False,
-                                                   show_legend=True, show_inline_category=False,
-                                                   color_map=DIFF_COLORS, elem_id="step-diff")
-                    resume = gr.Button("Resume from this memory (a new branch)", size="sm", interactive=False,
-                                       elem_id="resume-edit")
-                    edit_msg = gr.Markdown(elem_id="edit-msg", latex_delimiters=[])
-                with gr.Accordion("Where it came from: each sentence of the memory and the answer, and its passage",
-                                  open=False, elem_id="provenance") as provenance_box:
-                    sources = gr.Dataframe(value=[], headers=SOURCE_COLUMNS, type="array", interactive=False,
-                                           wrap=True, max_height=300, elem_id="sources",
-                                           column_widths=["10%", "55%", "12%", "23%"])
-                    source_note = gr.Markdown(elem_id="source-note", latex_delimiters=[])
+                        new_name = gr.Textbox(label="New user's name", elem_id="new-username")
+                        new_password = gr.Textbox(label="Their password (at least 8 characters)", type="password",
+                                                  elem_id="new-password")
+                        new_role = gr.Radio(["reader", "admin"], value="reader", label="Role", elem_id="new-role")
+                        add_user = gr.Button("Add user", elem_id="add-user")
                     with gr.Row():
-                        source_passage = gr.HighlightedText(label="The passage, in its place in the document",
-                                                            combine_adjacent=False, show_legend=False,
-                                                            show_inline_category=False,
-                                                            color_map={"source": "yellow"}, elem_id="source-passage")
-                        source_page = gr.HTML(visible=False, elem_id="source-page")
-                    source_spans = gr.State([])
-                with gr.Group(elem_id="branches-box"):
-                    branches_note = gr.Markdown(elem_id="branches-note", latex_delimiters=[])
-                    branches_table = gr.Dataframe(value=[], headers=BRANCH_COLUMNS, type="array", interactive=False,
-                                                  wrap=True, max_height=260, elem_id="branches",
-                                                  label="Branches: this reading's family as a tree (choose one to "
-                                                  "open it)", column_widths=["8%", "52%", "12%", "28%"])
-                with gr.Accordion("Compare answers: this reading beside another of the document (a branch, say)",
-                                  open=False, elem_id="compare") as compare_box:
-                    compare_with = gr.Dropdown(label="Compare with", choices=[], value=None, elem_id="compare-with")
-                    with gr.Row():
-                        compare_left = gr.Textbox(label="This reading", lines=6, max_lines=20, interactive=False,
-                                                  elem_id="compare-left")
-                        compare_right = gr.Textbox(label="The other reading", lines=6, max_lines=20,
-                                                   interactive=False, elem_id="compare-right")
-                with gr.Group(elem_id="feedback"):
-                    verdict = gr.Radio(["correct", "incorrect"], label="Your verdict on this answer",
-                                       elem_id="verdict")
-                    corrected = gr.Textbox(label="The right answer (if it is wrong)", elem_id="corrected-answer")
-                    comment = gr.Textbox(label="Comment", elem_id="feedback-comment")
-                    save_feedback = gr.Button("Save feedback", size="sm", elem_id="save-feedback")
-                feedback_list = gr.Markdown(elem_id="feedback-list", latex_delimiters=[])
-        readings_table = gr.Dataframe(value=[], headers=READING_COLUMNS, type="array", interactive=False,
-                                      wrap=True, max_height=360, elem_id="readings",
-                                      label="Readings of this document: choose one to open it",
-                                      column_widths=["6%", "30%", "12%", "30%", "10%", "12%"])
-        # Admins only (hidden for readers; the services refuse a reader's calls all the same).
-        with gr.Accordion("Users (admins only): add, change role, disable", open=True, visible=False,
-                          elem_id="admin-users") as admin_box:
-            users_table = gr.Dataframe(value=[], headers=["#", "Username", "Role", "State", "Password set",
-                                                          "Created (UTC)"], type="array", interactive=False,
-                                       elem_id="users-table")
-            with gr.Row():
-                new_name = gr.Textbox(label="New user's name", elem_id="new-username")
-                new_password = gr.Textbox(label="Their password (at least 8 characters)", type="password",
-                                          elem_id="new-password")
-                new_role = gr.Radio(["reader", "admin"], value="reader", label="Role", elem_id="new-role")
-                add_user = gr.Button("Add user", elem_id="add-user")
-            with gr.Row():
-                pick_user = gr.Dropdown(label="User", choices=[], value=None, elem_id="pick-user")
-                pick_role = gr.Radio(["reader", "admin"], label="Role", elem_id="pick-role")
-                change_role = gr.Button("Change role", size="sm", elem_id="change-role")
-                disable_user = gr.Button("Disable", size="sm", elem_id="disable-user")
-                enable_user = gr.Button("Enable", size="sm", elem_id="enable-user")
-            users_msg = gr.Markdown(elem_id="users-msg", latex_delimiters=[])
+                        pick_user = gr.Dropdown(label="User", choices=[], value=None, elem_id="pick-user")
+                        pick_role = gr.Radio(["reader", "admin"], label="Role", elem_id="pick-role")
+                        change_role = gr.Button("Change role", size="sm", elem_id="change-role")
+                        disable_user = gr.Button("Disable", size="sm", elem_id="disable-user")
+                        enable_user = gr.Button("Enable", size="sm", elem_id="enable-user")
+                    users_msg = gr.Markdown(elem_id="users-msg", latex_delimiters=[])
+            admin_tabs = build_admin_tabs(settings, me)
         # The document and reading open in this browser, restored after a reload.
         saved = gr.BrowserState({"document": None, "reading": None}, storage_key="longread-view")
         timer = gr.Timer(1.0, active=False)
@@ -779,7 +768,8 @@ def build_ui(settings: Settings) -> gr.Blocks:
         health_timer.tick(on_health, None, [health_line, engine_log], show_progress="hidden")
         ui.load(on_health, None, [health_line, engine_log], show_progress="hidden")
         admin_outputs = [users_table, pick_user, users_msg]
-        ui.load(on_account, None, [account, admin_box, *admin_outputs], show_progress="hidden")
+        ui.load(on_account, None, [account, admin_box, admin_tabs.training, admin_tabs.models, *admin_outputs],
+                show_progress="hidden")
         add_user.click(on_add_user, [new_name, new_password, new_role], [*admin_outputs, new_password],
                        show_progress="hidden")
         change_role.click(on_set_role, [pick_user, pick_role], [*admin_outputs, new_password], show_progress="hidden")

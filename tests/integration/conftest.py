@@ -47,3 +47,14 @@ def vllm_engine(vllm_settings):
     # Keep the server's log with the other test artifacts.
     VLLM_LOG_DIR.mkdir(parents=True, exist_ok=True)
     (VLLM_LOG_DIR / "test-server.log").write_bytes(vllm_settings.vllm_log.read_bytes())
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_settings(request, tmp_path) -> Settings:
+    """Small readings on a migrated database of the test's own, SQLite and PostgreSQL (its own
+    database: some tests' worker passes take every queued reading there is)."""
+    from app.migrate import upgrade
+
+    url = f"sqlite:///{tmp_path / 'app.db'}" if request.param == "sqlite" else request.getfixturevalue("own_postgres_url")
+    upgrade(url)
+    return Settings(data_dir=tmp_path / "data", database_url=url, chunk_tokens=100, memory_tokens=20, answer_tokens=20)

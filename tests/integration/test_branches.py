@@ -16,7 +16,6 @@ from sqlalchemy import select
 
 from app import cli
 from app.db import session_scope
-from app.migrate import upgrade
 from app.models import Checkpoint
 from app.services import documents, readings, runner
 from app.services.errors import NotFound
@@ -41,14 +40,6 @@ def carry(prompt: str) -> str:
         island = re.findall(r"island number (\d+)", prompt)[-1]
         return ("" if memory == "No previous memory" else memory + " ") + f"+{island}"
     return "\\boxed{" + memory + "}"
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def db_settings(request, tmp_path) -> Settings:
-    url = f"sqlite:///{tmp_path / 'b.db'}" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    s = Settings(data_dir=tmp_path / "data", database_url=url, chunk_tokens=100, memory_tokens=20, answer_tokens=20)
-    upgrade(url)
-    return s
 
 
 def _read(settings: Settings, tokenizer, ids: list[int], **kw) -> FakeEngine:

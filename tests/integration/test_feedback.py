@@ -13,7 +13,6 @@ from fastapi.testclient import TestClient
 
 from app import cli
 from app.db import session_scope
-from app.migrate import upgrade
 from app.models import Document
 from app.services import documents, feedback, readings
 from app.services.documents import document_text
@@ -32,18 +31,15 @@ pytestmark = pytest.mark.integration
 TEXT = "\n".join(f"Clause {i}: the tenant pays {i} crowns on the first day of the month." for i in range(60))
 
 
+@pytest.fixture
+def db_settings(db_settings: Settings) -> Settings:
+    return db_settings.model_copy(update={"chunk_tokens": 120})  # at 100 the last chunk holds no "pays N crowns"
+
+
 def respond(prompt: str) -> str:
     if "<section>" in prompt:
         return "crowns so far: " + re.findall(r"pays (\d+) crowns", prompt)[-1]
     return "\\boxed{59 crowns}"
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def db_settings(request, tmp_path) -> Settings:
-    url = f"sqlite:///{tmp_path / 'f.db'}" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    s = Settings(data_dir=tmp_path / "data", database_url=url, chunk_tokens=120, memory_tokens=20, answer_tokens=20)
-    upgrade(url)
-    return s
 
 
 def _answered(settings: Settings, tokenizer, questions: list[str], name: str = "lease.txt") -> tuple[int, list[int]]:

@@ -9,7 +9,6 @@ import pytest
 from sqlalchemy import func, select
 
 from app.db import session_scope
-from app.migrate import upgrade
 from app.models import Checkpoint, ReadingStatus, utcnow
 from app.services.documents import ingest
 from app.services.readings import ReadingError, create_readings, get_reading
@@ -27,15 +26,6 @@ def echo_last_line(prompt: str) -> str:
         section = re.search(r"<section>\n(.*)\n</section>", prompt, re.S).group(1)
         return "last seen: " + section.strip().splitlines()[-1]
     return "\\boxed{" + re.search(r"<memory>\n(.*)\n</memory>", prompt, re.S).group(1) + "}"
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def db_settings(request, tmp_path) -> Settings:
-    # Its own PostgreSQL database: the passes here take every queued reading there is.
-    url = f"sqlite:///{tmp_path / 'r.db'}" if request.param == "sqlite" else request.getfixturevalue("own_postgres_url")
-    s = Settings(data_dir=tmp_path / "data", database_url=url, chunk_tokens=100, memory_tokens=20, answer_tokens=20)
-    upgrade(url)
-    return s
 
 
 def _new_reading(settings: Settings, n_questions: int = 1) -> tuple[int, list[int]]:

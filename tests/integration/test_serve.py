@@ -44,9 +44,10 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _worker_pids(serve_pid: int) -> list[int]:
+def _worker_pids(serve_pid: int, app: bytes = b"worker.celery_app") -> list[int]:
+    """The reading workers `serve` started (`app=b"worker.training_worker"`: its training worker)."""
     return [p for p in _children(serve_pid)
-            if b"celery" in Path(f"/proc/{p}/cmdline").read_bytes() and _alive(p)]
+            if app in Path(f"/proc/{p}/cmdline").read_bytes() and _alive(p)]
 
 
 def _alive(pid: int) -> bool:
@@ -90,7 +91,7 @@ class Serve:
         pytest.fail(f"timed out waiting for {what}; serve's output:\n{self.output()[-3000:]}")
 
     def stop(self) -> None:
-        workers = _worker_pids(self.proc.pid)
+        workers = _worker_pids(self.proc.pid) + _worker_pids(self.proc.pid, b"worker.training_worker")
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
@@ -133,15 +134,18 @@ def test_a_killed_worker_is_started_again(serve):
     assert serve.health()["engine_state"] == "ready"
 
 
-def test_a_killed_serve_takes_its_worker_with_it(serve):
+def test_a_killed_serve_takes_its_workers_with_it(serve):
     serve.wait_for("the model to be ready", lambda: serve.health()["engine_state"] == "ready")
+    serve.wait_for("the training worker", lambda: _worker_pids(serve.proc.pid, b"worker.training_worker"))
     (worker,) = _worker_pids(serve.proc.pid)
+    (trainer,) = _worker_pids(serve.proc.pid, b"worker.training_worker")
     serve.proc.kill()  # SIGKILL: serve runs no cleanup
     serve.proc.wait()
     deadline = time.monotonic() + 60
-    while _alive(worker) and time.monotonic() < deadline:
+    while (_alive(worker) or _alive(trainer)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(worker), "the worker outlived the serve that started it"
+    assert not _alive(trainer), "the training worker outlived the serve that started it"
 
 
 @pytest.mark.browser

@@ -269,7 +269,8 @@ def check_depends_on(d: Deployment) -> list[str]:
         "app": {"postgres": "service_healthy", "redis": "service_healthy", "migrate": "service_completed_successfully"},
         "worker": {"postgres": "service_healthy", "redis": "service_healthy", "vllm": "service_healthy",
                    "migrate": "service_completed_successfully"},
-        "trainer": {"postgres": "service_healthy", "migrate": "service_completed_successfully"},
+        "trainer": {"postgres": "service_healthy", "redis": "service_healthy",
+                    "migrate": "service_completed_successfully"},
     }  # fmt: skip
     for name, wanted in needs.items():
         have = depends_on(d.services.get(name, {}))
@@ -361,7 +362,7 @@ def check_app_environment(d: Deployment) -> list[str]:
 def check_commands(d: Deployment) -> list[str]:
     """Each `longread ...` command parses with the real CLI; each service runs the right one."""
     problems = []
-    wanted = {"app": "serve", "worker": "worker", "migrate": "migrate", "trainer": "train"}
+    wanted = {"app": "serve", "worker": "worker", "migrate": "migrate", "trainer": "worker"}
     for name, subcommand in wanted.items():
         if name not in d.services:
             continue
@@ -378,6 +379,8 @@ def check_commands(d: Deployment) -> list[str]:
             problems.append(f"{name}: runs `longread {args.command}`, not `longread {subcommand}`")
         elif subcommand == "serve" and not args.no_worker:
             problems.append("app: `longread serve` without --no-worker starts a worker of its own")
+        elif subcommand == "worker" and args.training != (name == "trainer"):
+            problems.append(f"{name}: `{' '.join(command)}` runs the wrong worker (--training is the trainer's)")
     return problems
 
 
@@ -412,6 +415,18 @@ def check_trainer(d: Deployment) -> list[str]:
     devices = (((trainer.get("deploy") or {}).get("resources") or {}).get("reservations") or {}).get("devices") or []
     if not any(dev.get("driver") == "nvidia" and "gpu" in dev.get("capabilities", []) for dev in devices):
         problems.append("trainer: no GPU reservation")
+    if one_shot(trainer) or str(trainer.get("restart", "no")) == "no":
+        problems.append("trainer: a one-shot job; the training worker must keep running (and be restarted)")
+    # The app writes a run's folder, the trainer trains in it: one volume, writable by both.
+    mounts = {}
+    for name in ("app", "trainer"):
+        folder = d.env_of(name).get("LONGREAD_TRAINING_DIR") if name in d.services else None
+        mounts[name] = next((str(v) for v in d.services.get(name, {}).get("volumes", [])
+                             if str(v).split(":")[1:2] == [folder]), None)  # fmt: skip
+        if mounts[name] is None or mounts[name].endswith(":ro"):
+            problems.append(f"{name}: LONGREAD_TRAINING_DIR ({folder}) is not on a writable volume")
+    if len({str(m).split(":")[0] for m in mounts.values()}) != 1:
+        problems.append(f"app and trainer do not share the training runs' volume: {mounts}")
     return problems
 
 
@@ -579,6 +594,11 @@ MUTATIONS = {
     "worker host port": (check_scalable_worker, _svc("worker", lambda s: s.update(ports=["9000:9000"]))),
     "uploads not shared": (check_shared_uploads, _svc("worker", lambda s: s.update(volumes=["other:/data"]))),
     "trainer without profile": (check_trainer, _svc("trainer", lambda s: s.pop("profiles"))),
+    "trainer one-shot": (check_trainer, _svc("trainer", lambda s: s.update(restart="no"))),
+    "training dir read-only": (check_trainer, _svc("app", lambda s: s.update(
+        volumes=[v.replace("runs:/runs", "runs:/runs:ro") for v in s["volumes"]]))),
+    "trainer reads documents": (check_commands, _svc("trainer", lambda s: s.update(command=["longread", "worker"]))),
+    "trainer without health check": (check_health, _svc("trainer", lambda s: s.pop("healthcheck"))),
     "literal postgres password": (check_no_default_secret, _svc("postgres", lambda s: s["environment"].update(
         POSTGRES_PASSWORD="longread"))),
     "password default": (check_no_default_secret, _text(

@@ -13,7 +13,7 @@ from training.algorithms import clipped_policy_loss, group_advantages, informati
 from training.verifier import exact_match, normalize, reward, sub_em
 
 
-@pytest.mark.parametrize("module", ["training.algorithms", "training.verifier", "training.data",
+@pytest.mark.parametrize("module", ["training.algorithms", "training.verifier", "training.data", "training.tasks",
                                     "training.rollout_server"])
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))

@@ -56,3 +56,16 @@ def test_describe_has_help_for_every_field() -> None:
     lines = describe(make_config({})).splitlines()
     assert all("  # " in line and not line.endswith("# None") for line in lines)
     assert any(line.startswith("data.curriculum") for line in lines)
+
+
+def test_a_run_folders_config_json_loads_back_the_same(tmp_path: Path) -> None:
+    config = make_config({"preset": "small", "rl_steps": 3, "data": {"curriculum": [(256, 3)], "contracts": False}})
+    path = tmp_path / "config.json"
+    path.write_text(config.model_dump_json(indent=2))
+    assert load_config(path) == config
+    path.write_text('{"rl_steps": -1}')
+    with pytest.raises(ConfigError, match="rl_steps"):
+        load_config(path)
+    path.write_text("{not json")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        load_config(path)

@@ -1,0 +1,93 @@
+"""The Training and Models pages' pure parts: reading the form, the evaluation side by side, the run's
+headline (escaped), and the registry's lineage through runs."""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import UTC, date, datetime
+
+import pytest
+from markdown_it import MarkdownIt
+
+from app.services.registry import lineage
+from app.services.training_runs import RunView
+from app.ui.training_ui import describe_run, eval_view, parse_params, parse_selection
+
+IMG = "<img src=x onerror=alert(1)>"
+
+
+def _run(**kw) -> RunView:  # noqa: ANN003
+    fields = dict(id=7, name=f"tiny {IMG} **run**", status="failed", created_by="ada", created_at=datetime.now(UTC),
+                  started_at=None, finished_at=None, step=2, total_steps=3, eta_s=None, queue_position=None,
+                  attempts=1, error=None, start_version="base", version_id=None, evaluation=None, config={},
+                  selection={}, run_dir="/tmp/run-7", resumable=True)  # fmt: skip
+    return RunView(**{**fields, **kw})
+
+
+def test_the_form_becomes_a_selection_and_params() -> None:
+    s = parse_selection(True, " 2025-03-01 ", [3, 4], False, None, ["single-needle"], "256, 1024 2048")
+    assert (s.include_feedback, s.feedback_since, s.feedback_ids, s.lengths) == (True, date(2025, 3, 1), (3, 4),
+                                                                               (256, 1024, 2048))  # fmt: skip
+    assert parse_selection(False, "", None, False, [], [], "").feedback_ids is None
+    with pytest.raises(ValueError, match="feedback since: '1 March' is not a day; write it as YYYY-MM-DD"):
+        parse_selection(True, "1 March", None, False, [], [], "256")
+    with pytest.raises(ValueError, match="lengths: '2K' is not a list of whole numbers"):
+        parse_selection(False, "", None, False, [], [], "2K")
+    p = parse_params({"sft_steps": 2.0, "learning_rate": 0.001, "chunk_tokens": 128.0, "sft_samples_per_step": None})
+    assert (p.sft_steps, p.learning_rate, p.extra) == (2, 0.001, {"chunk_tokens": 128})
+    assert isinstance(p.sft_steps, int) and isinstance(p.extra["chunk_tokens"], int)
+
+
+def test_the_evaluation_side_by_side_with_the_held_out_feedback() -> None:
+    def side(label: str, sub_em: float) -> dict:
+        rows = [{"suite": "synthetic", "group": "256", "kind": k, "n": 2, "sub_em": sub_em, "exact_match": sub_em / 2}
+                for k in ("multi-hop", "single-needle")]  # fmt: skip
+        rows.append({"suite": "synthetic", "group": "256", "kind": "all", "n": 4, "sub_em": sub_em, "exact_match": 0.0})
+        return {"label": label, "summary": rows, "cases": {"sub_em": sub_em, "exact_match": 0.0, "n": 1, "cases": []}}
+
+    evaluation = {"status": "done", "baseline": side(f"base {IMG}", 0.25), "candidate": side("run 7", 0.75)}
+    note, table, plot = eval_view(evaluation)
+    assert IMG not in note and "&lt;img" in note
+    rows = table["value"]
+    assert table["visible"] is True
+    assert rows[0] == ["synthetic", "256", "multi-hop", 2, "25.0%", "75.0%", "+50.0%", "12.5%", "37.5%"]
+    assert rows[-1][:7] == ["feedback", "held-out feedback", "readers' questions", 1, "25.0%", "75.0%", "+50.0%"]
+    # One pair of bars per set: a set of several kinds by its `all` row.
+    assert plot.values.tolist() == [["256 · baseline", 0.25, "baseline"], ["256 · this run", 0.75, "this run"],
+                                        ["held-out feedback · baseline", 0.25, "baseline"],
+                                        ["held-out feedback · this run", 0.75, "this run"]]  # fmt: skip
+    nothing = eval_view(None)
+    assert nothing[1]["visible"] is False
+    assert nothing[2].values.tolist() == [["–", 0.0, "baseline"], ["–", 0.0, "this run"]]  # both colours, from the start
+    assert "Evaluate" in eval_view(None)[0] and eval_view(None, done=False)[0] == "A run is evaluated once it is done."
+    failed = eval_view({"status": "failed", "error": f"`longread eval` stopped; its log:\nTraceback\nboom {IMG}"})
+    assert _rendered(failed[0])[1].startswith(f"The evaluation failed: `longread eval` stopped; its log: … boom {IMG}")
+    assert failed[1]["value"] == []
+
+
+def test_a_failed_run_says_why_in_its_first_and_last_line_escaped() -> None:
+    error = "the trainer stopped (exit code 1); the end of its log:\nTraceback …\n\nOSError: no model at /x <b>\n"
+    tags, text = _rendered(describe_run(_run(error=error)))
+    assert set(tags) == {"p", "strong", "br"}, tags  # the name's and the error's markup stays text
+    assert text.startswith(f"#7 tiny {IMG} **run** · failed · step 2 of 3 · from base · by ada"), text
+    assert ("Error: the trainer stopped (exit code 1); the end of its log: … OSError: no model at /x <b> (the log "
+            "below has the rest)") in text  # fmt: skip
+    assert "Resume continues from its last checkpoint." in text
+    assert "ETA 1 min 05 s" in describe_run(_run(status="running", eta_s=65))
+
+
+def _rendered(markdown: str) -> tuple[list[str], str]:
+    """The tags and the text a browser shows for Markdown (as tests/unit/test_ui_text.py renders it)."""
+    out = MarkdownIt("commonmark").render(markdown)
+    return re.findall(r"</?([a-zA-Z0-9]+)", out), html.unescape(re.sub(r"<[^>]*>", "", out))
+
+
+def test_lineage_follows_runs_back_to_the_base() -> None:
+    v1 = {"id": 1, "name": "run-1: first", "base_model": "smollm2", "adapter_path": "/a1"}
+    v2 = {"id": 2, "name": "run-2: second", "base_model": "smollm2", "adapter_path": "/a2"}
+    by_hand = {"id": 3, "name": "imported", "base_model": "smollm2", "adapter_path": "/a3"}
+    made_by = {1: _run(id=1, name="first", start_version="base"), 2: _run(id=2, name="second", start_version=v1["name"])}
+    by_name = {v["name"]: v for v in (v1, v2, by_hand)}
+    assert lineage(v2, made_by, by_name) == ["base", "run #1 first", "run-1: first", "run #2 second", "run-2: second"]
+    assert lineage(by_hand, made_by, by_name) == ["smollm2", "imported"]
