@@ -367,7 +367,7 @@ def test_a_cancelled_run_keeps_its_checkpoint_and_resumes_from_it(tmp_path, own_
         worker.stop()
     done = training_runs.get_run(s, run.id)
     assert done.status == "done", done.error
-    assert (done.attempts, done.step) == (2, 4)
+    assert (done.attempts, done.step) == (1, 4)  # resuming starts the attempts count again (one claim since)
     assert [m["step"] for m in _lines(run_dir / "metrics.jsonl")] == [1, 2, 3, 4]
     assert _resumed_steps((run_dir / "train.log").read_text()) == [(stopped_at, stopped_at + 1)]
 
