@@ -43,23 +43,20 @@ def cmd_migrate(settings: Settings, _args: argparse.Namespace) -> int:
     return 0
 
 
-def worker_command(loglevel: str = "INFO") -> list[str]:
-    # One process, one model in memory; the service batches readings itself.
-    return [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "--pool=solo",
-            "--queues=longread", f"--loglevel={loglevel}", "--without-gossip", "--without-mingle"]
-
-
-def training_worker_command(loglevel: str = "INFO") -> list[str]:
-    # One run at a time, in the worker's own process (solo pool): see worker/training_worker.py.
-    return [sys.executable, "-m", "celery", "-A", "worker.training_worker", "worker", "--pool=solo",
-            "--concurrency=1", "--prefetch-multiplier=1", "--queues=training", "--hostname=training@%h",
+def worker_command(loglevel: str = "INFO", training: bool = False) -> list[str]:
+    """A reading worker's Celery command, or (`training`) a training worker's. Both run tasks in the
+    worker's own process (solo pool; app/queue.py prefetches one message): a reading worker holds one
+    model in memory and batches readings itself; a training worker runs one run at a time, its trainer
+    a child that dies with it (worker/training_worker.py)."""
+    app, queue = ("worker.training_worker", "training") if training else ("worker.celery_app", "longread")
+    node = ["--hostname=training@%h"] if training else []  # two workers on one host need two node names
+    return [sys.executable, "-m", "celery", "-A", app, "worker", "--pool=solo", f"--queues={queue}", *node,
             f"--loglevel={loglevel}", "--without-gossip", "--without-mingle"]
 
 
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
     _migrate(settings)
-    command = training_worker_command(args.loglevel) if args.training else worker_command(args.loglevel)
-    os.execv(sys.executable, command)
+    os.execv(sys.executable, worker_command(args.loglevel, training=args.training))
     return 0  # not reached
 
 
@@ -116,7 +113,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     if not args.no_worker:
         # A worker that dies (killed, crashed) is started again, with backoff; see app/supervisor.py.
         # The training worker runs the training runs admins start from the app, one at a time.
-        supervisors = [Supervisor(worker_command()), Supervisor(training_worker_command(), name="training worker")]
+        supervisors = [Supervisor(worker_command()), Supervisor(worker_command(training=True), name="training worker")]
         for supervisor in supervisors:
             supervisor.start()
     try:

@@ -9,18 +9,16 @@ import doctest
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 import app.services.training_runs as training_runs
-from app.cli import training_worker_command
+from app.cli import worker_command
 from app.db import session_scope
 from app.migrate import upgrade
 from app.models import Reading
@@ -33,6 +31,7 @@ from app.services.users import Forbidden, add_user
 from app.settings import Settings
 from tests.conftest import MODEL_CACHE
 from tests.fakes import FakeEngine
+from tests.processes import WorkerGroup, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -198,40 +197,14 @@ def test_queued_runs_wait_in_order_and_only_a_finished_run_is_promoted(sqlite_se
 # --- with a real training worker -------------------------------------------------------------------
 
 
-class TrainingWorker:
+def TrainingWorker(settings: Settings, log: Path) -> WorkerGroup:  # noqa: N802 - reads as the class it makes
     """`longread worker --training`'s Celery command, in a process group of its own."""
-
-    def __init__(self, settings: Settings, log: Path):
-        self.log = log
-        env = {**os.environ, "LONGREAD_DATA_DIR": str(settings.data_dir), "LONGREAD_DATABASE_URL": settings.database_url,
-               "LONGREAD_BROKER_URL": settings.broker_url, "LONGREAD_MODEL_CACHE_DIR": str(settings.model_cache_dir),
-               "LONGREAD_STALE_AFTER_S": str(settings.stale_after_s), "LONGREAD_ENGINE": settings.engine,
-               "LONGREAD_MODEL": settings.model, "LONGREAD_EVAL_N": str(settings.eval_n),
-               "OMP_NUM_THREADS": "1"}  # fmt: skip  # one thread: two stall each other beside other jobs (README)
-        self.proc = subprocess.Popen(training_worker_command(), env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT,
-                                     start_new_session=True)  # fmt: skip
-
-    def kill(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, worker: TrainingWorker, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        assert worker.proc.poll() is None, f"the training worker died:\n{worker.log.read_text()[-3000:]}"
-        time.sleep(0.5)
-    pytest.fail(f"timed out waiting for {what}; worker log:\n{worker.log.read_text()[-3000:]}")
+    env = {**os.environ, "LONGREAD_DATA_DIR": str(settings.data_dir), "LONGREAD_DATABASE_URL": settings.database_url,
+           "LONGREAD_BROKER_URL": settings.broker_url, "LONGREAD_MODEL_CACHE_DIR": str(settings.model_cache_dir),
+           "LONGREAD_STALE_AFTER_S": str(settings.stale_after_s), "LONGREAD_ENGINE": settings.engine,
+           "LONGREAD_MODEL": settings.model, "LONGREAD_EVAL_N": str(settings.eval_n),
+           "OMP_NUM_THREADS": "1"}  # fmt: skip  # one thread: two stall each other beside other jobs (README)
+    return WorkerGroup(worker_command(training=True), env, log, stop_timeout_s=60)
 
 
 def _status(s: Settings, run_id: int) -> str:

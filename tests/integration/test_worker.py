@@ -4,12 +4,9 @@ embedded SQLite broker, through Redis (with PostgreSQL), and after being killed 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -23,6 +20,7 @@ from app.services.documents import ingest
 from app.services.readings import create_readings, get_reading
 from app.settings import Settings
 from tests.conftest import LIGHTHOUSE, MODEL_CACHE
+from tests.processes import WorkerGroup, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
@@ -47,33 +45,8 @@ def _env(s: Settings) -> dict[str, str]:
     }
 
 
-class Worker:
-    def __init__(self, settings: Settings, log: Path):
-        self.log = log
-        self.proc = subprocess.Popen(worker_command(), env=_env(settings), stdout=log.open("ab"),
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-
-    def kill(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, worker: Worker, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        assert worker.proc.poll() is None, f"worker died:\n{worker.log.read_text()[-3000:]}"
-        time.sleep(0.5)
-    pytest.fail(f"timed out waiting for {what}; worker log:\n{worker.log.read_text()[-3000:]}")
+def Worker(settings: Settings, log: Path) -> WorkerGroup:  # noqa: N802 - reads as the class it makes
+    return WorkerGroup(worker_command(), _env(settings), log)
 
 
 def _ask(s: Settings, questions: list[str]) -> list[int]:
