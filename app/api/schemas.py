@@ -10,6 +10,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.services.feedback import MAX_ANSWER_CHARS, MAX_COMMENT_CHARS
+from app.services.training_runs import RunParams
 from app.services.readings import (
     MAX_CHUNK_TOKENS,
     MAX_MEMORY_CHARS,
@@ -205,25 +206,11 @@ class SelectionIn(BaseModel):
     lengths: list[int] = Field([1024], description="synthetic documents' lengths in tokens, shortest first")
 
 
-class ParamsIn(BaseModel):
-    """The main hyperparameters (each TrainConfig's field of the same name; its help text is in
-    GET /api/training/data `field_help`); `extra` sets any other TrainConfig field."""
-
-    sft_steps: int = 0
-    rl_steps: int = 10
-    learning_rate: float = 1e-4
-    sft_learning_rate: float = 3e-4
-    samples_per_step: int = 4
-    group_size: int = 8
-    temperature: float = 0.7
-    kl_coef: float = 0.0
-    save_every: int = 2
-    extra: dict[str, Any] = {}
-
-
 class EstimateIn(BaseModel):
     selection: SelectionIn = SelectionIn()
-    params: ParamsIn = ParamsIn()
+    #: the main hyperparameters, each the TrainConfig field of the same name (its help text is in
+    #: GET /api/training/data `field_help`); `extra` sets any other TrainConfig field
+    params: RunParams = RunParams()
 
 
 class RunIn(EstimateIn):
@@ -271,7 +258,7 @@ class DataOverviewOut(_Out):
     qa_files: list[QAFileOut]
     synthetic_kinds: list[KindOut]
     contracts: ContractsOut
-    field_help: dict[str, str] = Field(description="each ParamsIn field's help text")
+    field_help: dict[str, str] = Field(description="each RunParams field's help text (the form's hyperparameters)")
 
 
 class SampleOut(_Out):

@@ -30,7 +30,7 @@ from app.api.schemas import (
 from app.db import session_scope
 from app.services import registry, training_runs
 from app.services.models import activate_version
-from app.services.training_runs import DataSelection, RunParams
+from app.services.training_runs import DataSelection
 
 router = APIRouter(prefix="/api")
 
@@ -40,10 +40,6 @@ def selection_of(body: SelectionIn) -> DataSelection:
     return DataSelection(**{**s, "feedback_ids": None if s["feedback_ids"] is None else tuple(s["feedback_ids"]),
                             "qa_files": tuple(s["qa_files"]), "synthetic_kinds": tuple(s["synthetic_kinds"]),
                             "lengths": tuple(s["lengths"])})  # fmt: skip
-
-
-def params_of(body: EstimateIn) -> RunParams:
-    return RunParams(**body.params.model_dump())
 
 
 @router.get("/training/data")
@@ -70,7 +66,7 @@ def preview(body: SelectionIn, settings: SettingsDep, admin: AdminDep,
 @router.post("/training/estimate")
 def estimate(body: EstimateIn, settings: SettingsDep, admin: AdminDep) -> EstimateOut:
     """How long the run would take on this deployment."""
-    seconds, basis = training_runs.estimate_seconds(settings, selection_of(body.selection), params_of(body))
+    seconds, basis = training_runs.estimate_seconds(settings, selection_of(body.selection), body.params)
     return EstimateOut(seconds=seconds, basis=basis)
 
 
@@ -83,7 +79,7 @@ def list_runs(settings: SettingsDep, admin: AdminDep) -> list[RunOut]:
 @router.post("/training/runs", status_code=status.HTTP_201_CREATED)
 def start_run(body: RunIn, settings: SettingsDep, admin: AdminDep) -> RunOut:
     """Queue a run on the `training` queue; 422 names the field to change."""
-    return out(RunOut, training_runs.start_run(settings, selection_of(body.selection), params_of(body), name=body.name,
+    return out(RunOut, training_runs.start_run(settings, selection_of(body.selection), body.params, name=body.name,
                                                start_version_id=body.start_version_id or None, user=admin))
 
 
