@@ -45,13 +45,20 @@ class DataConfig(BaseModel):
         "database, or in the file with `--with-text`)."
     )
     mix_contracts: float = Field(
-        0.25, ge=0.0, le=1.0, description="Share of samples drawn from contracts/QA/feedback, the rest synthetic."
+        0.25, ge=0.0, le=1.0, description="Share of samples drawn from contracts and QA files, the rest synthetic."
+    )
+    mix_feedback: float = Field(
+        0.25, ge=0.0, le=1.0, description="Share of samples drawn from readers' feedback (when `feedback` is "
+        "given): its own share, since a few readers' questions would be lost among hundreds of contract ones."
     )
 
     @model_validator(mode="after")
     def _something(self) -> DataConfig:
         if not (self.synthetic_kinds or self.contracts or self.qa_files or self.feedback):
             raise ValueError("data selects nothing: enable synthetic_kinds, contracts, qa_files or feedback")
+        if self.feedback and (self.contracts or self.qa_files) and self.mix_contracts + self.mix_feedback > 1:
+            raise ValueError(f"mix_contracts + mix_feedback is {self.mix_contracts + self.mix_feedback:g}: "
+                             "together they are a share of the samples, at most 1; lower one")
         if not self.curriculum:
             raise ValueError("curriculum needs at least one (document tokens, until step) stage")
         return self
@@ -90,6 +97,9 @@ class TrainConfig(BaseModel):
         "Activation memory grows with it (~1.5 GB per 1,000 tokens for the 135M model in fp32); speed hardly does on a CPU."
     )
     sft_samples_per_step: int = Field(8, ge=1, description="Samples (whole oracle readings) per SFT step.")
+    sft_carry: int = Field(
+        0, ge=0, description="Extra SFT conversations per sample in which the memory already holds evidence and must "
+        "come through a chunk unchanged: what a long document asks of the reader most often.")
     # --- GRPO ------------------------------------------------------------------------------------
     samples_per_step: int = Field(4, ge=1, description="Distinct samples (document, question) per RL step.")
     group_size: int = Field(8, ge=2, description="Rollouts per sample (G); advantages are relative within a group.")

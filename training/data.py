@@ -1,7 +1,7 @@
 """What a training step reads: tasks drawn from the config's sources, deterministically by step.
 
-Synthetic tasks follow the length curriculum; contract, QA-file and feedback tasks are mixed in at
-`mix_contracts`. Only training splits are used (held-out books and contracts never appear here).
+Synthetic tasks follow the length curriculum; contract and QA-file tasks are mixed in at `mix_contracts`,
+feedback tasks at `mix_feedback`. Only training splits are used (held-out books and contracts never appear here).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ class TaskSource:
     def __init__(self, data: DataConfig, tokenizer: Any, seed: int, documents: Callable[[Any], str] | None = None):
         """`documents` looks up a feedback line's document text by its id (the app's database)."""
         self.data, self.tokenizer, self.seed = data, tokenizer, seed
-        self.pool: list[Task] = []  # the non-synthetic tasks, drawn uniformly
+        self.pool: list[Task] = []  # contract and QA-file tasks, drawn uniformly
+        self.feedback: list[Task] = []  # readers' feedback, drawn uniformly at its own share
         if data.contracts:
             for t in contract_tasks("train", data.contract_categories or None, tokenizer=tokenizer):
                 if t.doc_tokens <= data.contract_max_tokens and t.evidence:
@@ -42,15 +43,25 @@ class TaskSource:
         for path in data.qa_files:
             self.pool += cases_tasks(path)
         for path in data.feedback:
-            self.pool += feedback_tasks(path, documents)
+            self.feedback += feedback_tasks(path, documents)
+
+    def shares(self) -> tuple[float, float, float]:
+        """(feedback, contracts and QA, synthetic): each sample's chance of coming from each source.
+        A source with nothing in it gets no share; if only such sources had a share, the others split it."""
+        d = self.data
+        feedback, pool = d.mix_feedback if self.feedback else 0.0, d.mix_contracts if self.pool else 0.0
+        weights = [feedback, pool, 1 - feedback - pool if d.synthetic_kinds else 0.0]
+        if not any(weights):
+            weights = [1.0 if self.feedback else 0.0, 1.0 if self.pool else 0.0, 1.0 if d.synthetic_kinds else 0.0]
+        total = sum(weights)
+        return (weights[0] / total, weights[1] / total, weights[2] / total)
 
     def draw(self, step: int, n: int) -> list[Task]:
         rng = random.Random(f"{self.seed}:{step}")
-        from_pool = sum(rng.random() < self.data.mix_contracts for _ in range(n)) if self.data.synthetic_kinds else n
-        if not self.pool:
-            from_pool = 0
-        tasks = [rng.choice(self.pool) for _ in range(from_pool)]
-        if n - from_pool:
+        sources = rng.choices(range(3), weights=self.shares(), k=n)
+        tasks = [rng.choice(self.feedback) for s in sources if s == 0]
+        tasks += [rng.choice(self.pool) for s in sources if s == 1]
+        if synthetic := sources.count(2):
             tasks += synthetic_tasks(self.tokenizer, "train", doc_tokens_at(self.data.curriculum, step),
-                                     n - from_pool, seed=rng.randrange(2**31), kinds=self.data.synthetic_kinds)
+                                     synthetic, seed=rng.randrange(2**31), kinds=self.data.synthetic_kinds)
         return tasks

@@ -601,6 +601,21 @@ def oracle_memories(task: Task, chunk_texts: Sequence[str]) -> list[str]:
     return memories
 
 
+def with_answer_evidence(task: Task) -> Task | None:
+    """A task without evidence (feedback, QA files) with its first gold answer found in the document
+    as evidence, so that the oracle keeps that answer's sentence; None when no answer occurs in it
+    (an oracle could not say where the answer came from).
+
+    >>> t = Task("t", "Intro. This Agreement is governed by the laws of Nevada. End.", "Which law?", ("Nevada",))
+    >>> with_answer_evidence(t).evidence, with_answer_evidence(replace(t, answers=("Ohio",)))
+    (('Nevada',), None)
+    """
+    if task.evidence:
+        return task
+    found = next((a for a in task.answers if a and a in task.document), None)
+    return replace(task, evidence=(found,)) if found else None
+
+
 def oracle_answer(task: Task) -> str:
     r"""The final answer a perfect reader writes: `\boxed{first gold answer}`."""
     return f"\\boxed{{{task.answers[0]}}}"

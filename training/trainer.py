@@ -45,7 +45,7 @@ from training.config import TrainConfig
 from training.policy import Row, completion_log_probs, load_policy, micro_batches, prompt_ids, \
     reference_log_probs, target_ids
 from training.rollout_server import VLLMRollouts, copy_adapter
-from training.tasks import NO_EVIDENCE_MEMORY, Task, oracle_answer, oracle_memories
+from training.tasks import NO_EVIDENCE_MEMORY, Task, oracle_answer, oracle_memories, with_answer_evidence
 from training.verifier import predicted_answer, reward, score
 
 Draw = Callable[[int, int], list[Task]]  # (step, how many) -> tasks for that step, deterministic
@@ -138,10 +138,12 @@ class Trainer:
 
     def sft_rows(self, tasks: Sequence[Task]) -> list[Row]:
         """Conversations of the oracle readings: every one where the memory gains evidence, one where
-        it must be kept as it is (drawn at random), and the final answer. Most chunks gain nothing,
-        so training on all of them would spend the CPU on copying."""
+        it must be kept as it is (drawn at random), `sft_carry` more where what it keeps is evidence,
+        and the final answer. Most chunks gain nothing, so training on all of them would spend the CPU
+        on copying. A task without evidence (feedback, QA files) takes its answer's sentence as evidence,
+        or is left out when the answer is not in its document."""
         rows = []
-        for task in tasks:
+        for task in filter(None, map(with_answer_evidence, tasks)):
             rng = random.Random(f"{self._seed()}:{task.id}")
             chunks = [c.text(task.document) for c in
                       split_into_chunks(task.document, self.tokenizer, self.config.chunk_tokens)]
@@ -149,7 +151,10 @@ class Trainer:
             previous: list[str | None] = [None, *memories[:-1]]
             gains = [k for k in range(len(chunks)) if memories[k] != (previous[k] or NO_EVIDENCE_MEMORY)]
             keeps = [k for k in range(len(chunks)) if k not in gains]
-            for k in sorted(gains + rng.sample(keeps, min(1, len(keeps)))):
+            chosen = rng.sample(keeps, min(1, len(keeps)))
+            carries = [k for k in keeps if k not in chosen and previous[k] not in (None, NO_EVIDENCE_MEMORY)]
+            chosen += rng.sample(carries, min(self.config.sft_carry, len(carries)))
+            for k in sorted(gains + chosen):
                 (message,) = self.agent.update_messages([(task.question, previous[k], chunks[k])])
                 rows.append(Row(prompt_ids(self.tokenizer, message), target_ids(self.tokenizer, memories[k])))
             (final,) = self.agent.final_messages([(task.question, memories[-1])])

@@ -57,10 +57,11 @@ KIND_HELP = {
     "multi-hop": "two facts to chain (whose object is in which box, which box is in which town)",
     "variable-tracking": "a chain of assignments (VAR B = VAR A) to follow to a number",
 }
-#: Built-in speed of the 2-core development machine (SmolLM2-135M, LoRA, one thread), used until this
-#: deployment has finished a run: SFT trains ~50 tokens/s; an RL step of 4 samples x 8 rollouts of
-#: 2,048-token documents takes ~250 s, scaling with samples x rollouts x document tokens.
-SFT_TOKENS_PER_S = 50.0
+#: Built-in speed of the 2-core development machine (SmolLM2-135M, LoRA), used until this
+#: deployment has finished a run: SFT trains ~200 tokens/s (all threads; 175-198 in the run of
+#: benchmarks/retrain_in_browser.py on 2026-11-24); an RL step of 4 samples x 8 rollouts of
+#: 2,048-token documents takes ~250 s (one thread), scaling with samples x rollouts x document tokens.
+SFT_TOKENS_PER_S = 200.0
 RL_SECONDS_PER_UNIT = 250.0 / (4 * 8 * 2048)
 
 
@@ -366,11 +367,15 @@ def _config(selection: DataSelection, params: RunParams, start: dict, feedback: 
 
 
 def _units(config: TrainConfig, step: int) -> float:
-    """The work of step `step` (0-based) in the unit its phase's speed is measured in: SFT, samples x
-    document tokens (≈ trained tokens); RL, samples x rollouts x document tokens."""
+    """The work of step `step` (0-based) in the unit its phase's speed is measured in: SFT, the tokens
+    of the conversations it trains (per sample: about one that gains evidence, one that keeps, `sft_carry`
+    that carry it, and the answer, whatever the document's length: Trainer.sft_rows); RL, samples x
+    rollouts x document tokens."""
     tokens = doc_tokens_at([tuple(c) for c in config.data.curriculum], step)
     if step < config.sft_steps:
-        return config.sft_samples_per_step * tokens
+        chunks = -(-tokens // config.chunk_tokens)
+        conversations = min(chunks, 2 + config.sft_carry) + 1
+        return config.sft_samples_per_step * conversations * (config.chunk_tokens + config.memory_tokens)
     return config.samples_per_step * config.group_size * tokens
 
 
@@ -411,7 +416,7 @@ def _estimate(settings: Settings, config: TrainConfig) -> tuple[float, str]:
             basis.append(f"{phase.upper()}: the speed of this deployment's {runs} finished run{'s' * (runs != 1)}")
         else:
             basis.append(f"{phase.upper()}: the built-in figure of the 2-core development machine ("
-                         + ("~50 trained tokens/s" if phase == "sft" else
+                         + ("~200 trained tokens/s" if phase == "sft" else
                             "~250 s a step at 2,048 tokens with 4 samples x 8 rollouts, scaled") + ")")  # fmt: skip
     return round(total, 1), "; ".join(basis)
 

@@ -25,6 +25,7 @@ from app.services.training_runs import DataOverview, DataSelection, RunParams, R
 from app.services.users import UserView
 from app.settings import Settings
 from app.ui.text import fmt_seconds, text_md
+from training.config import DataConfig, TrainConfig
 
 #: statuses a run's page follows live
 LIVE = {"queued", "running", "cancelling"}
@@ -45,15 +46,19 @@ PLOTS = [("Reward (mean over the rollouts)", "plot-reward", "rl", "reward"),
          ("Groups filtered (all rewards equal)", "plot-filtered", "rl", "groups_filtered"),
          ("Tokens per second", "plot-tokens", None, "tokens_per_s")]  # fmt: skip
 #: the New run form, three a row: RunParams fields, and TrainConfig fields it sets through `extra`
-FORM = ("sft_steps", "sft_samples_per_step", "sft_learning_rate", "rl_steps", "samples_per_step", "group_size",
-        "learning_rate", "temperature", "kl_coef", "chunk_tokens", "memory_tokens", "save_every")  # fmt: skip
-EXTRA = {"sft_samples_per_step", "chunk_tokens", "memory_tokens"}
-FLOATS = {"learning_rate", "sft_learning_rate", "temperature", "kl_coef"}
+#: (DataConfig's under "data")
+FORM = ("sft_steps", "sft_samples_per_step", "sft_learning_rate", "sft_carry", "rl_steps", "samples_per_step", "group_size",
+        "learning_rate", "temperature", "kl_coef", "chunk_tokens", "memory_tokens", "mix_feedback", "save_every")  # fmt: skip
+EXTRA = {"sft_samples_per_step", "sft_carry", "chunk_tokens", "memory_tokens"}
+DATA = {"mix_feedback"}
+FLOATS = {"learning_rate", "sft_learning_rate", "temperature", "kl_coef", "mix_feedback"}
 LABELS = {"sft_steps": "SFT warm-start steps (0: off)", "sft_samples_per_step": "Samples per SFT step",
-          "sft_learning_rate": "Learning rate (SFT)", "rl_steps": "RL (GRPO) steps",
+          "sft_learning_rate": "Learning rate (SFT)", "sft_carry": "SFT conversations carrying evidence",
+          "rl_steps": "RL (GRPO) steps",
           "samples_per_step": "Samples per RL step", "group_size": "Group size (rollouts per sample)",
           "learning_rate": "Learning rate (RL)", "temperature": "Sampling temperature", "kl_coef": "KL coefficient β",
           "chunk_tokens": "Chunk tokens", "memory_tokens": "Memory tokens",
+          "mix_feedback": "Share of samples from feedback (when included)",
           "save_every": "Save a checkpoint every (steps)"}
 NO_RUNS = "No runs yet: choose data and start one (**New run**)."
 
@@ -106,8 +111,10 @@ def parse_selection(include: bool, since: str | None, feedback_ids: list[int] | 
 def parse_params(values: dict[str, float | None]) -> RunParams:
     """The New run form's numbers; an empty box keeps the default (RunParams', or the trainer's for `extra`)."""
     typed = {k: float(v) if k in FLOATS else int(v) for k, v in values.items() if v is not None}
-    return RunParams(**{k: v for k, v in typed.items() if k not in EXTRA},
-                     extra={k: v for k, v in typed.items() if k in EXTRA})  # fmt: skip
+    extra: dict[str, object] = {k: v for k, v in typed.items() if k in EXTRA}
+    if data := {k: v for k, v in typed.items() if k in DATA}:
+        extra["data"] = data
+    return RunParams(**{k: v for k, v in typed.items() if k not in EXTRA | DATA}, extra=extra)
 
 
 def run_rows(runs: list[RunView]) -> list[list[object]]:
@@ -260,7 +267,7 @@ class AdminTabs:
 
 def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> AdminTabs:
     """The Training and Models tabs, hidden; call inside the page's gr.Tabs."""
-    help_text = training_runs.field_help()
+    help_text = {key: (DataConfig if key in DATA else TrainConfig).model_fields[key].description or "" for key in FORM}
 
     def is_admin() -> bool:
         who = me()
@@ -448,8 +455,9 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
                     start_version = gr.Dropdown(label="Start from (the weights it trains further)",
                                                 choices=[("the active model", 0)], value=0, elem_id="start-version")
                 # A model is best served with the sizes it was trained on: the app's own reading sizes first.
-                defaults = {**vars(RunParams()), "sft_samples_per_step": RunParams().samples_per_step,
-                            "chunk_tokens": settings.chunk_tokens, "memory_tokens": settings.memory_tokens}
+                defaults = {**vars(RunParams()), "sft_samples_per_step": RunParams().samples_per_step, "sft_carry": 0,
+                            "chunk_tokens": settings.chunk_tokens, "memory_tokens": settings.memory_tokens,
+                            "mix_feedback": DataConfig.model_fields["mix_feedback"].default}
                 numbers = []
                 for i in range(0, len(FORM), 3):
                     with gr.Row():

@@ -85,14 +85,14 @@ class LiveServer:
         return _tail(self.log, n)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """`python -m app.cli serve` (web app + Celery worker + the real model) on a free port, with
     small reading settings so one question reads in well under a minute on a CPU."""
     yield from _serve(tmp_path_factory)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """`python -m app.cli serve --no-worker`: the web app alone (seconds to start, no model), for
     tests of what the page shows without reading anything. Uploads are limited to 1 MiB."""

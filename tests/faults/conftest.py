@@ -12,14 +12,14 @@ import pytest
 from tests.faults.harness import VLLM_PYTHON, Cluster, ModelServer, RedisServer
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def fault_dir() -> Iterator[Path]:
     # Not pytest's tmp_path: the own PostgreSQL cluster runs as another user, and Unix socket paths are short.
     with tempfile.TemporaryDirectory(prefix="longread-faults-") as d:
         yield Path(d)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def redis_server(fault_dir) -> Iterator[RedisServer]:
     server = RedisServer(fault_dir / "redis")
     server.start()
@@ -27,7 +27,7 @@ def redis_server(fault_dir) -> Iterator[RedisServer]:
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def model_server(fault_dir) -> Iterator[ModelServer]:
     if not VLLM_PYTHON.is_file():
         pytest.fail(f"vLLM is not installed at {VLLM_PYTHON}: run `make vllm`", pytrace=False)
@@ -38,7 +38,7 @@ def model_server(fault_dir) -> Iterator[ModelServer]:
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def shared_cluster(fault_dir, postgres_url, redis_server, model_server) -> Iterator[Cluster]:
     from app.migrate import upgrade
 

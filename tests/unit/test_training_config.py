@@ -38,6 +38,7 @@ def test_every_bad_field_is_named(tmp_path: Path) -> None:
     ({"eps_low": 0.3, "eps_high": 0.2}, "eps_high >= eps_low"),
     ({"template_set": "nope"}, "choose one of"),
     ({"data": {"synthetic_kinds": [], "contracts": False}}, "data selects nothing"),
+    ({"data": {"mix_contracts": 0.6, "mix_feedback": 0.5, "feedback": ["f.jsonl"]}}, "mix_contracts \\+ mix_feedback is 1.1"),
     ({"rollout_engine": "vllm", "lora_r": 0}, "set lora_r above 0 or use rollout_engine policy"),
 ])
 def test_incoherent_configs_say_what_to_change(raw: dict, says: str) -> None:

@@ -37,6 +37,9 @@ def test_the_form_becomes_a_selection_and_params() -> None:
     p = parse_params({"sft_steps": 2.0, "learning_rate": 0.001, "chunk_tokens": 128.0, "sft_samples_per_step": None})
     assert (p.sft_steps, p.learning_rate, p.extra) == (2, 0.001, {"chunk_tokens": 128})
     assert isinstance(p.sft_steps, int) and isinstance(p.extra["chunk_tokens"], int)
+    # the feedback share is a data field: it goes under "data", where the service's config takes it
+    p = parse_params({"rl_steps": 3.0, "mix_feedback": 0.5})
+    assert (p.rl_steps, p.extra) == (3, {"data": {"mix_feedback": 0.5}})
 
 
 def test_the_evaluation_side_by_side_with_the_held_out_feedback() -> None:

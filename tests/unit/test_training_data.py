@@ -1,0 +1,54 @@
+"""Which source a training sample comes from: readers' feedback has a share of its own, however many
+contract or QA questions there are beside it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from training.config import DataConfig
+from training.data import TaskSource
+
+
+def _files(tmp_path: Path, feedback: int, cases: int) -> tuple[Path, Path]:
+    (tmp_path / "doc.txt").write_text("The rent is 59 crowns, due on the first day of the month.")
+    fb = tmp_path / "feedback.jsonl"
+    fb.write_text("".join(json.dumps({"reading_id": i, "question": f"feedback question {i}?", "verdict": "correct",
+                                      "answer": "59 crowns", "document_path": "doc.txt"}) + "\n"
+                          for i in range(feedback)))  # fmt: skip
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text("".join(json.dumps({"document": "doc.txt", "question": f"qa question {i}?", "answers": ["59"]}) + "\n"
+                          for i in range(cases)))  # fmt: skip
+    return fb, qa
+
+
+def test_two_feedback_questions_beside_two_hundred_qa_ones_get_their_share(tmp_path: Path) -> None:
+    fb, qa = _files(tmp_path, feedback=2, cases=200)
+    data = DataConfig(synthetic_kinds=[], contracts=False, qa_files=[qa], feedback=[fb],
+                      mix_feedback=0.2, mix_contracts=0.8)  # fmt: skip
+    source = TaskSource(data, tokenizer=None, seed=0)
+    assert source.shares() == pytest.approx((0.2, 0.8, 0.0))
+    drawn = [t for step in range(100) for t in source.draw(step, 8)]
+    from_feedback = sum(t.kind == "feedback" for t in drawn) / len(drawn)
+    assert 0.15 < from_feedback < 0.25  # pooled with the QA questions it would be 2/202, about 1%
+    assert source.draw(7, 8) == source.draw(7, 8)  # the same step draws the same tasks (resumable)
+
+
+def test_a_source_that_is_empty_or_off_gives_its_share_to_the_others(tmp_path: Path) -> None:
+    fb, qa = _files(tmp_path, feedback=3, cases=3)
+    only_qa = TaskSource(DataConfig(synthetic_kinds=[], contracts=False, qa_files=[qa]), tokenizer=None, seed=0)
+    assert only_qa.shares() == (0.0, 1.0, 0.0)
+    # without synthetic tasks, feedback and QA split the samples in proportion to their shares
+    both = TaskSource(DataConfig(synthetic_kinds=[], contracts=False, qa_files=[qa], feedback=[fb],
+                                 mix_feedback=0.25, mix_contracts=0.25), tokenizer=None, seed=0)  # fmt: skip
+    assert both.shares() == pytest.approx((0.5, 0.5, 0.0))
+    # synthetic tasks take what the sources there are leave
+    with_synthetic = TaskSource(DataConfig(contracts=False, feedback=[fb], mix_feedback=0.9), tokenizer=None, seed=0)
+    assert with_synthetic.shares() == pytest.approx((0.9, 0.0, 0.1))
+    # shares of 0 for the only sources there are: they split the samples evenly
+    zero = TaskSource(DataConfig(synthetic_kinds=[], contracts=False, feedback=[fb], mix_feedback=0.0),
+                      tokenizer=None, seed=0)  # fmt: skip
+    assert zero.shares() == (1.0, 0.0, 0.0)
+    assert {t.kind for t in zero.draw(0, 5)} == {"feedback"}
