@@ -100,6 +100,11 @@ class TrainConfig(BaseModel):
     sft_carry: int = Field(
         0, ge=0, description="Extra SFT conversations per sample in which the memory already holds evidence and must "
         "come through a chunk unchanged: what a long document asks of the reader most often.")
+    sft_corrections: int = Field(
+        0, ge=0, description="SFT on the policy's own states (DAgger): each step's samples are first read greedily "
+        "by the policy, and up to this many conversations per sample where its memory went wrong are trained "
+        "with its memory in and the oracle's out (recovering from an echoed question or a missed fact). "
+        "Costs a reading per sample (on the rollout engine); 0 turns it off.")
     # --- GRPO ------------------------------------------------------------------------------------
     samples_per_step: int = Field(4, ge=1, description="Distinct samples (document, question) per RL step.")
     group_size: int = Field(8, ge=2, description="Rollouts per sample (G); advantages are relative within a group.")
@@ -107,7 +112,8 @@ class TrainConfig(BaseModel):
         0.7, gt=0, description="Sampling temperature of the rollouts (log-probabilities are taken at the same "
         "temperature). MemAgent samples its 7B/14B models at 1.0; SmolLM2-135M writes noise at 1.0.")
     rollout_engine: Literal["policy", "vllm"] = Field(
-        "policy", description="Who samples the rollouts: `policy`, the model being trained, in this process; `vllm`, "
+        "policy", description="Who samples the rollouts (and the readings of `sft_corrections`): `policy`, the model "
+        "being trained, in this process; `vllm`, "
         "a vLLM server the trainer starts (LONGREAD_VLLM_PYTHON) that serves the base model and hot-loads the "
         "policy's adapter every step (MemAgent's way on GPUs; faster on the CPU too). `vllm` needs LoRA.")
     rollout_vllm_args: str = Field("", description="Extra flags for that vLLM server, e.g. `--gpu-memory-utilization 0.5`.")

@@ -601,6 +601,38 @@ def oracle_memories(task: Task, chunk_texts: Sequence[str]) -> list[str]:
     return memories
 
 
+def corrections(oracle: Sequence[str], policy: Sequence[str], chunk_texts: Sequence[str], limit: int) -> list[int]:
+    """Chunks (at most `limit`, earliest first) where the policy's own reading went wrong and the oracle's
+    memory can be written from what the policy had: its memory before the chunk and the chunk. Training
+    on these (the policy's memory in, the oracle's out: DAgger) teaches recovery from the states the
+    policy reaches, which oracle traces alone never show it. A line the policy had already lost is not
+    asked for: that would teach it to invent.
+
+    >>> chunks = ["Rain fell.", "The code is 42. Dogs bark.", "Cats nap."]
+    >>> oracle = [NO_EVIDENCE_MEMORY, "The code is 42.", "The code is 42."]
+    >>> corrections(oracle, ["The code is.", "The code is.", "The code is."], chunks, 5)  # echo, then never captured
+    [0, 1]
+    >>> corrections(oracle, [NO_EVIDENCE_MEMORY, "The code is 42.", "Cats nap."], chunks, 5)  # dropped it at chunk 3
+    [2]
+    >>> corrections(oracle, [NO_EVIDENCE_MEMORY, "Dogs bark.", "Dogs bark."], chunks, 5)  # chunk 3 cannot restore it
+    [1]
+    """
+    found = []
+    for k, (target, chunk) in enumerate(zip(oracle, chunk_texts)):
+        if len(found) == limit:
+            break
+        if _squash(policy[k]) == _squash(target):
+            continue
+        seen = _squash(chunk) + "\n" + (_squash(policy[k - 1]) if k else "")
+        if target == NO_EVIDENCE_MEMORY or all(line in seen for line in target.split("\n")):
+            found.append(k)
+    return found
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
 def with_answer_evidence(task: Task) -> Task | None:
     """A task without evidence (feedback, QA files) with its first gold answer found in the document
     as evidence, so that the oracle keeps that answer's sentence; None when no answer occurs in it

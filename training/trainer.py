@@ -45,7 +45,8 @@ from training.config import TrainConfig
 from training.policy import Row, completion_log_probs, load_policy, micro_batches, prompt_ids, \
     reference_log_probs, target_ids
 from training.rollout_server import VLLMRollouts, copy_adapter
-from training.tasks import NO_EVIDENCE_MEMORY, Task, oracle_answer, oracle_memories, with_answer_evidence
+from training.tasks import NO_EVIDENCE_MEMORY, Task, corrections, oracle_answer, oracle_memories, \
+    with_answer_evidence
 from training.verifier import predicted_answer, reward, score
 
 Draw = Callable[[int, int], list[Task]]  # (step, how many) -> tasks for that step, deterministic
@@ -136,12 +137,13 @@ class Trainer:
 
     # --- SFT -----------------------------------------------------------------------------------
 
-    def sft_rows(self, tasks: Sequence[Task]) -> list[Row]:
+    def sft_rows(self, tasks: Sequence[Task], readings: dict[str, list[str]] | None = None) -> list[Row]:
         """Conversations of the oracle readings: every one where the memory gains evidence, one where
         it must be kept as it is (drawn at random), `sft_carry` more where what it keeps is evidence,
         and the final answer. Most chunks gain nothing, so training on all of them would spend the CPU
         on copying. A task without evidence (feedback, QA files) takes its answer's sentence as evidence,
-        or is left out when the answer is not in its document."""
+        or is left out when the answer is not in its document. `readings` (task id -> the policy's own
+        memories) adds up to `sft_corrections` conversations a task where the policy went wrong."""
         rows = []
         for task in filter(None, map(with_answer_evidence, tasks)):
             rng = random.Random(f"{self._seed()}:{task.id}")
@@ -154,15 +156,23 @@ class Trainer:
             chosen = rng.sample(keeps, min(1, len(keeps)))
             carries = [k for k in keeps if k not in chosen and previous[k] not in (None, NO_EVIDENCE_MEMORY)]
             chosen += rng.sample(carries, min(self.config.sft_carry, len(carries)))
-            for k in sorted(gains + chosen):
-                (message,) = self.agent.update_messages([(task.question, previous[k], chunks[k])])
+            conversations = [(previous[k], k) for k in sorted(gains + chosen)]
+            policy = (readings or {}).get(task.id)
+            if policy and len(policy) == len(chunks):
+                fixes = corrections(memories, policy, chunks, self.config.sft_corrections)
+                conversations += [(policy[k - 1] if k else None, k) for k in fixes]
+            for memory, k in conversations:
+                (message,) = self.agent.update_messages([(task.question, memory, chunks[k])])
                 rows.append(Row(prompt_ids(self.tokenizer, message), target_ids(self.tokenizer, memories[k])))
             (final,) = self.agent.final_messages([(task.question, memories[-1])])
             rows.append(Row(prompt_ids(self.tokenizer, final), target_ids(self.tokenizer, oracle_answer(task))))
         return rows
 
     def sft_step(self) -> StepResult:
-        rows = self.sft_rows(self._mine(self.draw(self.step, self.config.sft_samples_per_step)))
+        tasks = self._mine(self.draw(self.step, self.config.sft_samples_per_step))
+        read: dict[str, Any] = {}
+        readings = self._greedy_readings(tasks, read) if self.config.sft_corrections else None
+        rows = self.sft_rows(tasks, readings)
         total = self._sum(sum(len(r.completion_ids) for r in rows))
         self._set_lr()
         self.optimizer.zero_grad(set_to_none=True)
@@ -176,8 +186,23 @@ class Trainer:
         grad_norm = self._optimizer_step()
         tokens = self._sum(sum(r.tokens for r in rows))
         return StepResult(dict(phase="sft", loss=round(self._sum(loss_sum), 4), conversations=int(self._sum(len(rows))),
-                               tokens=int(tokens),
+                               tokens=int(tokens), **read,
                                tokens_per_s=round(tokens / (time.monotonic() - t0), 1), grad_norm=grad_norm))
+
+    def _greedy_readings(self, tasks: Sequence[Task], metrics: dict[str, Any]) -> dict[str, list[str]]:
+        """The policy's own greedy reading of each task (its memories, by task id), for `sft_corrections`;
+        how those readings score goes into `metrics` (reward, accuracy: a curve of SFT on the policy)."""
+        tasks = [t for t in map(with_answer_evidence, tasks) if t]
+        t0 = time.monotonic()
+        trajectories = self._policy_agent().read_batch([(t.question, t.document) for t in tasks])
+        n = self._sum(len(tasks))
+        metrics.update(
+            reward=round(self._sum(sum(reward(r.answer.output, t.answers, self.config.reward_rule)
+                                       for t, r in zip(tasks, trajectories))) / max(1, n), 4),
+            accuracy=round(self._sum(sum(score(predicted_answer(r.answer.output), t.answers, "exact_match")
+                                         for t, r in zip(tasks, trajectories))) / max(1, n), 4),
+            rollout_s=round(time.monotonic() - t0, 1))
+        return {t.id: r.memories for t, r in zip(tasks, trajectories)}
 
     # --- RL ------------------------------------------------------------------------------------
 
@@ -186,12 +211,16 @@ class Trainer:
         g = self.config.group_size
         items = [(t.question, t.document) for t in tasks for _ in range(g)]
         torch.manual_seed(self._seed())
-        agent = self.agent
-        if self.rollout_server:  # the server samples the adapter as it is now
-            adapter = copy_adapter(self.model, self.run_dir / "rollout-adapter")
-            agent = MemoryAgent(self.rollout_server.engine(adapter, f"policy-{self.step}"), self.agent.config)
-        trajectories = agent.read_batch(items, temperature=self.config.temperature)
+        trajectories = self._policy_agent().read_batch(items, temperature=self.config.temperature)
         return [trajectories[i * g:(i + 1) * g] for i in range(len(tasks))]
+
+    def _policy_agent(self) -> MemoryAgent:
+        """The agent on the policy as it is now: in this process, or on the rollout server, which
+        hot-loads the current adapter."""
+        if not self.rollout_server:
+            return self.agent
+        adapter = copy_adapter(self.model, self.run_dir / "rollout-adapter")
+        return MemoryAgent(self.rollout_server.engine(adapter, f"policy-{self.step}"), self.agent.config)
 
     def rl_step(self) -> StepResult:
         c = self.config

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from training.config import make_config
-from training.tasks import Task
+from training.tasks import NO_EVIDENCE_MEMORY, Task
 from training.trainer import Trainer
 from training.verifier import reward
 
@@ -113,3 +113,17 @@ def test_sft_rows_carry_evidence_and_take_a_feedback_answer_as_evidence(model_pa
     assert len(carried) == 6 and carried.count(kept) >= 4  # the gain and the three carries keep the fact
     assert targets(trainer.sft_rows([judged, unfound])) == targets(trainer.sft_rows([judged]))
     assert kept in targets(trainer.sft_rows([judged]))
+
+    # the policy echoed the question on every chunk: corrections go from its memory to the oracle's, up to
+    # the chunk that holds the fact, never past it (its echo no longer holds what the oracle would keep)
+    echo = "Ada Brill's vault code."
+    late = Task("late", " ".join(filler[:20] + [fact] + filler[20:]), planted.question, ("4417",), (fact,))
+    chunks = len(trainer.agent.chunks(late.document))
+    trainer.config.sft_carry, trainer.config.sft_corrections = 0, 20
+    rows = trainer.sft_rows([late], {"late": [echo] * chunks})
+    fixes = [(decode(r.prompt_ids), t) for r, t in zip(rows[2:-1], targets(rows[2:-1]))]
+    assert fixes and all(echo in prompt for prompt, _ in fixes[1:])  # the first chunk has no memory yet
+    assert [t for _, t in fixes[:-1]] == [NO_EVIDENCE_MEMORY] * (len(fixes) - 1) and fixes[-1][1].startswith(fact)
+    assert len(fixes) > 1 and fact in fixes[-1][0] and len(fixes) < chunks
+    trainer.config.sft_corrections = 1  # the first mistake only
+    assert targets(trainer.sft_rows([late], {"late": [echo] * chunks}))[2:-1] == [NO_EVIDENCE_MEMORY]
