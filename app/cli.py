@@ -445,8 +445,7 @@ def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
     """Run (or resume) a training run: SFT warm start and/or GRPO, as the config says."""
     from inference.models import resolve_model_path
     from training.config import ConfigError, load_config
-    from training.data import TaskSource
-    from training.trainer import Trainer, init_distributed
+    from training.run import train
 
     die_with_supervisor()  # started by a training worker: stop when it dies, even by SIGKILL
     try:
@@ -455,46 +454,15 @@ def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
         raise SystemExit(f"longread train: {exc}") from None
     if args.queue:
         return _queue_training(settings, config, args)
-    run_dir = Path(args.resume or args.run_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
-    model_path = resolve_model_path(config.model, settings.model_cache_dir)
-    init_distributed()  # under `accelerate launch` / torchrun: one process per device
-    from transformers import AutoTokenizer
-
     from app.services.documents import document_text
 
     def lookup(document_id: int) -> str:  # feedback lines name their document by id; only they touch the database
         return document_text(settings, document_id, user=_me(settings))
 
-    source = TaskSource(config.data, AutoTokenizer.from_pretrained(model_path), config.seed, lookup)
-    rollouts = None
-    if config.rollout_engine == "vllm":
-        import shlex
-
-        from training.rollout_server import VLLMRollouts
-
-        rollouts = VLLMRollouts(settings.vllm_python, model_path, source.tokenizer, config.lora_r,
-                                max_model_len=config.chunk_tokens + 2 * config.memory_tokens + 1024,
-                                log_path=run_dir / "rollout-vllm.log", extra_args=shlex.split(config.rollout_vllm_args))
-        rollouts.start()
-    try:
-        trainer = Trainer(config, run_dir, model_path, source.draw, rollout_server=rollouts)
-        if args.resume:
-            trainer.resume()
-        say = print if trainer.rank == 0 else (lambda *_a, **_k: None)  # one voice under torchrun
-        if args.resume:
-            say(f"resuming {run_dir} at step {trainer.step} of {trainer.total_steps}", flush=True)
-        else:
-            say(f"training into {run_dir}: {trainer.total_steps} steps ({config.sft_steps} SFT, {config.rl_steps} RL)",
-                flush=True)
-        stop_file = Path(args.stop_file) if args.stop_file else None
-        trainer.run(max_steps=args.max_steps, should_stop=lambda: stop_file is not None and stop_file.exists())
-    finally:
-        if rollouts:
-            rollouts.close()
-    done = trainer.step == trainer.total_steps
-    say(f"metrics: {run_dir / 'metrics.jsonl'}, curve: {run_dir / 'curve.png'}"
-        + (f", adapter: {run_dir / 'adapter'}" if done else
-           f"; stopped at step {trainer.step}: resume with --resume {run_dir}"), flush=True)
+    run_dir = Path(args.resume or args.run_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
+    train(config, run_dir, resolve_model_path(config.model, settings.model_cache_dir), resume=bool(args.resume),
+          max_steps=args.max_steps, stop_file=Path(args.stop_file) if args.stop_file else None,
+          max_minutes=args.max_minutes, documents=lookup, vllm_python=settings.vllm_python)
     return 0
 
 
@@ -502,7 +470,7 @@ def _queue_training(settings: Settings, config, args: argparse.Namespace) -> int
     """`longread train CONFIG --queue`: a run of the app (`longread runs`), executed by a training worker."""
     from app.services import training_runs
 
-    if args.resume or args.run_dir or args.max_steps or args.stop_file:
+    if args.resume or args.run_dir or args.max_steps or args.stop_file or args.max_minutes:
         raise SystemExit("longread train: --queue takes only --name (the run's folder is the app's: LONGREAD_TRAINING_DIR)")
     _migrate(settings)
     try:
@@ -804,6 +772,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--max-steps", type=int, help="stop after this many more steps (resume later)")
     train.add_argument("--stop-file", metavar="PATH", help="between steps, if this file exists: save a checkpoint "
                        "and stop (resume later)")
+    train.add_argument("--max-minutes", type=float, help="after this many minutes, save a checkpoint after the step "
+                       "under way and stop (resume later)")
     train.add_argument("--queue", action="store_true", help="do not train here: queue the run for a training "
                        "worker, as the app does (`longread runs` lists it)")
     train.add_argument("--name", help="with --queue: the run's name (default: the config file's name)")

@@ -25,7 +25,9 @@ def plot_metrics(metrics_jsonl: Path, png: Path) -> None:
         return
     sft = [r for r in rows if r["phase"] == "sft"]
     rl = [r for r in rows if r["phase"] == "rl"]
-    panels = ([("SFT loss", sft, ["loss"])] if sft else []) + ([
+    read = [r for r in sft if "reward" in r]  # sft_corrections: the policy's greedy readings
+    panels = ([("SFT loss", sft, ["loss"])] if sft else []) + (
+        [("reward / accuracy of greedy readings (SFT)", read, ["reward", "accuracy"])] if read else []) + ([
         ("reward / accuracy (RL)", rl, ["reward", "accuracy"]),
         ("loss (RL)", rl, ["loss"]),
         ("KL, clip fraction", rl, ["kl", "clip_fraction"]),

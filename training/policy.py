@@ -7,6 +7,7 @@ exactly as the engines render it) and the completion's token ids (stop token inc
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -68,25 +69,35 @@ def completion_log_probs(model: Any, rows: Sequence[Row], pad_id: int, temperatu
         ids[i, : len(seq)] = torch.tensor(seq)
         attention[i, : len(seq)] = 1
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    hidden = base.model(input_ids=ids, attention_mask=attention).last_hidden_state
+    device = base.lm_head.weight.device
+    hidden = base.model(input_ids=ids.to(device), attention_mask=attention.to(device)).last_hidden_state
     out = []
     for i, r in enumerate(rows):
         start = len(r.prompt_ids)
         # position t predicts token t+1: the completion's tokens are predicted from start-1 .. end-2
         h = hidden[i, start - 1 : start - 1 + len(r.completion_ids)]
         logits = base.lm_head(h) / temperature
-        out.append(token_log_probs(logits, torch.tensor(r.completion_ids)))
+        out.append(token_log_probs(logits, torch.tensor(r.completion_ids, device=device)))
     return out
 
 
+def pick_device(name: str = "auto") -> torch.device:
+    """`auto`: under torchrun the GPU of this process's LOCAL_RANK, else the first GPU, else the CPU."""
+    if name != "auto":
+        return torch.device(name)
+    if torch.cuda.is_available():
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    return torch.device("cpu")
+
+
 def load_policy(model_path: Path, lora_r: int, lora_alpha: int, lora_dropout: float, targets: list[str],
-                init_adapter: Path | None, seed: int) -> tuple[Any, Any]:
-    """The model to train and its tokenizer. With `lora_r` > 0 only the adapters train (fresh,
-    seeded, or loaded from `init_adapter`); with 0 every weight does."""
+                init_adapter: Path | None, seed: int, device: torch.device | str = "cpu") -> tuple[Any, Any]:
+    """The model to train and its tokenizer, in float32 on `device`. With `lora_r` > 0 only the
+    adapters train (fresh, seeded, or loaded from `init_adapter`); with 0 every weight does."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_path)
-    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).to(device)
     if lora_r > 0:
         from peft import LoraConfig, PeftModel, get_peft_model
 
@@ -96,6 +107,7 @@ def load_policy(model_path: Path, lora_r: int, lora_alpha: int, lora_dropout: fl
         else:
             model = get_peft_model(model, LoraConfig(r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
                                                      target_modules=targets, task_type="CAUSAL_LM"))
+        model.to(device)  # adapters beside their base weights
     model.train()
     return model, tokenizer
 

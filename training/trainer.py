@@ -42,7 +42,7 @@ from inference.chunking import split_into_chunks
 from inference.engines.transformers_engine import TransformersEngine
 from training.algorithms import clipped_policy_loss, group_advantages, informative_groups, k3_kl
 from training.config import TrainConfig
-from training.policy import Row, completion_log_probs, load_policy, micro_batches, prompt_ids, \
+from training.policy import Row, completion_log_probs, load_policy, micro_batches, pick_device, prompt_ids, \
     reference_log_probs, target_ids
 from training.rollout_server import VLLMRollouts, copy_adapter
 from training.tasks import NO_EVIDENCE_MEMORY, Task, corrections, oracle_answer, oracle_memories, \
@@ -70,18 +70,22 @@ class Trainer:
         self.log = log
         if config.threads:
             torch.set_num_threads(config.threads)
+        self.device = pick_device(config.device)
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+            torch.backends.cuda.matmul.allow_tf32 = True  # float32 weights, TF32 matmuls: ~8x on Hopper
         self.model, self.tokenizer = load_policy(
             model_path, config.lora_r, config.lora_alpha, config.lora_dropout, config.lora_targets,
-            config.init_adapter, config.seed)
+            config.init_adapter, config.seed, self.device)
         self.reference = None
         if config.lora_r == 0 and config.kl_coef > 0:
-            self.reference, _ = load_policy(model_path, 0, 1, 0.0, [], None, config.seed)
+            self.reference, _ = load_policy(model_path, 0, 1, 0.0, [], None, config.seed, self.device)
             self.reference.eval()
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(self.params, lr=config.learning_rate, weight_decay=config.weight_decay)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         self.agent = MemoryAgent(
-            TransformersEngine.from_model(self.model, self.tokenizer, max_batch=64),
+            TransformersEngine.from_model(self.model, self.tokenizer, max_batch=config.rollout_batch),
             AgentConfig(config.chunk_tokens, config.memory_tokens, config.answer_tokens, config.template_set),
         )
         self.rollout_server = rollout_server
@@ -179,7 +183,8 @@ class Trainer:
         loss_sum = 0.0
         t0 = time.monotonic()
         for batch in micro_batches(rows, self.config.micro_batch_tokens):
-            log_probs = completion_log_probs(self.model, batch, self.pad_id)
+            with self._autocast():
+                log_probs = completion_log_probs(self.model, batch, self.pad_id)
             loss = -sum(lp.sum() for lp in log_probs) / total
             loss.backward()
             loss_sum += loss.item()
@@ -194,7 +199,8 @@ class Trainer:
         how those readings score goes into `metrics` (reward, accuracy: a curve of SFT on the policy)."""
         tasks = [t for t in map(with_answer_evidence, tasks) if t]
         t0 = time.monotonic()
-        trajectories = self._policy_agent().read_batch([(t.question, t.document) for t in tasks])
+        with self._autocast():
+            trajectories = self._policy_agent().read_batch([(t.question, t.document) for t in tasks])
         n = self._sum(len(tasks))
         metrics.update(
             reward=round(self._sum(sum(reward(r.answer.output, t.answers, self.config.reward_rule)
@@ -211,7 +217,8 @@ class Trainer:
         g = self.config.group_size
         items = [(t.question, t.document) for t in tasks for _ in range(g)]
         torch.manual_seed(self._seed())
-        trajectories = self._policy_agent().read_batch(items, temperature=self.config.temperature)
+        with self._autocast():
+            trajectories = self._policy_agent().read_batch(items, temperature=self.config.temperature)
         return [trajectories[i * g:(i + 1) * g] for i in range(len(tasks))]
 
     def _policy_agent(self) -> MemoryAgent:
@@ -266,7 +273,7 @@ class Trainer:
             return dict(loss=0.0, kl=0.0, clip_fraction=0.0, trained_tokens=0, tokens_per_s=0.0)
         batches = list(micro_batches(rows, c.micro_batch_tokens))
         if c.kl_coef > 0 or c.updates_per_batch > 1:
-            with torch.no_grad():
+            with torch.no_grad(), self._autocast():
                 for batch in batches:
                     if c.updates_per_batch > 1:
                         for r, lp in zip(batch, completion_log_probs(self.model, batch, self.pad_id, c.temperature)):
@@ -282,8 +289,9 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
             loss_sum = kl_sum = clipped = 0.0
             for batch in batches:
-                log_probs = completion_log_probs(self.model, batch, self.pad_id, c.temperature)
-                loss = torch.zeros(())
+                with self._autocast():
+                    log_probs = completion_log_probs(self.model, batch, self.pad_id, c.temperature)
+                loss = torch.zeros((), device=self.device)
                 for r, lp in zip(batch, log_probs):
                     old = r.old_log_probs if r.old_log_probs is not None else lp.detach()
                     adv = torch.full_like(lp, r.advantage)
@@ -305,6 +313,10 @@ class Trainer:
 
     # --- shared --------------------------------------------------------------------------------
 
+    def _autocast(self) -> torch.autocast:
+        """Forward passes in `precision` (weights and gradients stay float32)."""
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.config.precision == "bfloat16")
+
     def _seed(self) -> int:
         return self.config.seed * 1_000_003 + self.step
 
@@ -320,7 +332,7 @@ class Trainer:
         """`value` summed over every process."""
         if not self.dist:
             return value
-        t = torch.tensor(float(value), dtype=torch.float64)
+        t = torch.tensor(float(value), dtype=torch.float64, device=self.device)  # nccl reduces GPU tensors
         self.dist.all_reduce(t)
         return t.item()
 
@@ -368,7 +380,7 @@ class Trainer:
             raise FileNotFoundError(f"{self.run_dir} has no checkpoint to resume from")
         state = json.loads((folder / "state.json").read_text())
         load_weights(self.model, folder / "model")
-        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt"))
+        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location=self.device))
         self.step = state["step"]
         for name in ("metrics.jsonl", "samples.jsonl"):
             path = self.run_dir / name
@@ -419,6 +431,8 @@ def progress_line(m: dict[str, Any], total: int) -> str:
     head = f"step {m['step']}/{total} {m['phase']}"
     if m["phase"] == "sft":
         body = f"loss {m['loss']:.3f} · {m['conversations']} conversations"
+        if "reward" in m:  # sft_corrections: how the policy's own greedy readings scored
+            body = f"reward {m['reward']:.3f} · accuracy {m['accuracy']:.3f} · " + body
     else:
         body = (f"reward {m['reward']:.3f} · accuracy {m['accuracy']:.3f} · loss {m['loss']:+.4f} · "
                 f"KL {m['kl']:.5f} · clip {m['clip_fraction']:.3f} · filtered {m['groups_filtered']}/{m['groups']}")

@@ -88,6 +88,20 @@ def test_an_interrupted_run_resumes_to_the_same_weights(model_path: Path, tmp_pa
     assert steps == [1, 2, 3, 4]
 
 
+def test_bfloat16_forward_passes_train_float32_weights_to_nearly_the_same_loss(model_path: Path,
+                                                                              tmp_path: Path) -> None:
+    losses = {}
+    for precision in ("float32", "bfloat16"):
+        trainer = Trainer(tiny_config(sft_steps=1, rl_steps=0, precision=precision), tmp_path / precision,
+                          model_path, tiny_tasks)
+        losses[precision] = trainer.sft_step().metrics["loss"]
+        assert trainer.params and all(p.dtype == torch.float32 and p.grad.dtype == torch.float32
+                                      for p in trainer.params)
+    print(losses)
+    assert losses["bfloat16"] != losses["float32"]  # autocast took effect
+    assert abs(losses["bfloat16"] - losses["float32"]) < 0.03 * losses["float32"]
+
+
 def test_sft_rows_carry_evidence_and_take_a_feedback_answer_as_evidence(model_path: Path, tmp_path: Path) -> None:
     fact = "The vault code of Ada Brill is 4417."
     filler = [f"Sentence number {i} says nothing of any vault." for i in range(40)]

@@ -40,6 +40,8 @@ def test_every_bad_field_is_named(tmp_path: Path) -> None:
     ({"data": {"synthetic_kinds": [], "contracts": False}}, "data selects nothing"),
     ({"data": {"mix_contracts": 0.6, "mix_feedback": 0.5, "feedback": ["f.jsonl"]}}, "mix_contracts \\+ mix_feedback is 1.1"),
     ({"rollout_engine": "vllm", "lora_r": 0}, "set lora_r above 0 or use rollout_engine policy"),
+    ({"device": "gpu"}, "not one of auto, cpu, cuda, cuda:N"),
+    ({"precision": "float16"}, "precision"),
 ])
 def test_incoherent_configs_say_what_to_change(raw: dict, says: str) -> None:
     with pytest.raises(ConfigError, match=says):
@@ -70,3 +72,16 @@ def test_a_run_folders_config_json_loads_back_the_same(tmp_path: Path) -> None:
     path.write_text("{not json")
     with pytest.raises(ConfigError, match="not valid JSON"):
         load_config(path)
+
+
+def test_auto_device_is_the_cpu_without_a_gpu_and_a_named_device_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from training.policy import pick_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert pick_device("auto") == torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("LOCAL_RANK", "3")  # torchrun: each process its own GPU
+    assert pick_device("auto") == torch.device("cuda", 3)
+    assert pick_device("cpu") == torch.device("cpu")
