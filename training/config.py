@@ -134,9 +134,9 @@ class TrainConfig(BaseModel):
         "CPU), `cpu`, `cuda` or `cuda:N`. Under torchrun each process takes the GPU of its LOCAL_RANK.")
     precision: Literal["float32", "bfloat16"] = Field(
         "float32", description="Compute precision of the forward passes (autocast); weights, gradients and the "
-        "optimizer stay float32. bfloat16 ran a LoRA forward + backward 1.7-2.1x faster than float32 on this "
-        "AVX-512-BF16 CPU (2026-11-25 probe) and is what vLLM samples in; float32 keeps the sampled and trained "
-        "log-probabilities bit-equal.")
+        "optimizer stay float32. bfloat16 ran a LoRA forward + backward 1.7-2.1x faster than float32 on an "
+        "AVX-512-BF16 CPU and is what vLLM samples in, but a CPU without bf16 instructions (AVX2 only) emulates it: "
+        "there a step took over 3x longer. float32 keeps the sampled and trained log-probabilities bit-equal.")
     rollout_batch: int = Field(
         64, ge=1, description="Most conversations the in-process engine generates at once (rollouts and greedy "
         "readings); a GPU takes hundreds, a CPU gains little past 64.")

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from inference.engines.base import EngineError
-from inference.vllm_server import VLLMServer, group_alive
+from inference.vllm_server import DEFAULT_ARGS, VLLMServer, cpu_dtype, group_alive
 
 FAKE_SERVER = textwrap.dedent(
     """
@@ -236,3 +236,19 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+@pytest.mark.parametrize(("flags", "dtype"), [
+    ("flags\t\t: fpu sse2 avx avx2 fma", "float32"),  # AVX2 only: bfloat16 would be emulated
+    ("flags\t\t: fpu avx2 avx512f avx512bw", "float32"),  # AVX-512 without its BF16 extension
+    ("flags\t\t: fpu avx2 avx512f avx512_bf16", "bfloat16"),
+    ("flags\t\t: fpu avx2 amx_bf16 amx_tile", "bfloat16"),
+    ("Features\t: fp asimd bf16 i8mm", "bfloat16"),  # Arm
+    ("model name\t: bf16 in a name is not a flag", "float32"),
+])
+def test_vllm_computes_in_bfloat16_only_where_the_cpu_has_bfloat16_instructions(flags: str, dtype: str) -> None:
+    assert cpu_dtype(f"processor\t: 0\n{flags}\n") == dtype
+
+
+def test_the_default_flags_use_this_machines_dtype() -> None:
+    assert DEFAULT_ARGS[DEFAULT_ARGS.index("--dtype") + 1] == cpu_dtype()
