@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import html
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from app.ui.text import fmt_seconds, text_md
 from app.ui.training_ui import build_admin_tabs
 
 ACTIVE = {"queued", "running"}
+NOTICE_S = 10.0  # seconds a refused cancel/retry's message stays above the live status
 
 
 def _pages(first: int, last: int, unit: str = "page", labels: list[str] | None = None) -> str:
@@ -371,22 +373,27 @@ def build_ui(settings: Settings) -> gr.Blocks:
         return _act(readings.retry, reading_id)
 
     def _act(action: Callable[..., object], reading_id: int | None):
-        """Cancel or retry the open reading, then show it as it is now (or why it could not be done)."""
+        """Cancel or retry the open reading, then show it as it is now, under why it could not be done:
+        that notice stays above the live status for NOTICE_S (a tick in flight would otherwise wipe it)."""
         if reading_id is None:
-            return gr.update(), gr.update(), gr.update(), gr.update(), gr.Timer(active=False)
+            return gr.update(), gr.update(), gr.update(), gr.update(), gr.Timer(active=False), None
         try:
             action(settings, reading_id, user=me())
         except (NotFound, ValueError) as exc:
-            return f"**Cannot {action.__name__}:** {text_md(exc)}", *(gr.update(),) * 3, gr.Timer(active=False)
-        return on_tick(reading_id)
+            notice = (reading_id, f"**Cannot {action.__name__}:** {text_md(exc)}", time.monotonic() + NOTICE_S)
+            return *on_tick(reading_id, notice), notice
+        return *on_tick(reading_id), None
 
-    def on_tick(reading_id: int | None):
+    def on_tick(reading_id: int | None, notice: tuple[int, str, float] | None = None):
+        """The open reading's status, bar, memory, answer and timer; an unexpired `notice` (reading id,
+        message, until) of this reading heads the status."""
+        note = notice[1] if notice and notice[0] == reading_id and time.monotonic() < notice[2] else None
         if reading_id is None:
             return gr.update(), gr.update(), gr.update(), gr.update(), gr.Timer(active=False)
         try:
             r = readings.show(settings, reading_id, user=me())
         except NotFound:
-            return gr.update(), gr.update(), gr.update(), gr.update(), gr.Timer(active=False)
+            return note or gr.update(), gr.update(), gr.update(), gr.update(), gr.Timer(active=False)
         with session_scope(url) as s:
             h = health.health(s)
         last = r.checkpoints[-1] if r.checkpoints else None
@@ -397,7 +404,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
         p, status, error, answer = r.progress, r.status, r.error, r.answer
         memory = last.memory if last else ""
         return (
-            describe_progress(status, p, error, h),
+            f"{note}  \n{describe_progress(status, p, error, h)}" if note else describe_progress(status, p, error, h),
             progress_bar(p, status),
             gr.update(value=memory, label=memory_label),
             answer or "",
@@ -619,6 +626,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
         with gr.Tabs(elem_id="pages"):
             with gr.Tab("Read", id="read", elem_id="read-tab"):
                 reading_id = gr.State(None)
+                notice = gr.State(None)  # why the last cancel/retry was refused: see _act
                 with gr.Row():
                     with gr.Column(scale=1, min_width=320):
                         upload = gr.File(label=f"Upload (PDF, DOCX, EPUB, HTML, MD, TXT; at most {settings.max_upload_mb} MiB)",
@@ -736,8 +744,8 @@ def build_ui(settings: Settings) -> gr.Blocks:
                   [*view, readings_table, saved], show_progress="hidden")
         readings_table.select(on_open, saved, [reading_id, question, *view[1:], saved], show_progress="hidden")
         list_timer.tick(on_refresh, [document, readings_table], readings_table, show_progress="hidden")
-        timer.tick(on_tick, reading_id, [status, bar, memory, answer, timer], show_progress="hidden")
-        cancel.click(on_cancel, reading_id, [status, bar, memory, answer, timer], show_progress="hidden")
+        timer.tick(on_tick, [reading_id, notice], [status, bar, memory, answer, timer], show_progress="hidden")
+        cancel.click(on_cancel, reading_id, [status, bar, memory, answer, timer, notice], show_progress="hidden")
         reading_id.change(show_feedback, reading_id, feedback_list, show_progress="hidden")
         step_view = [step_info, step_chunk, step_memory, step_diff, resume]
         reading_id.change(load_timeline, reading_id, [step_slider, *step_view], show_progress="hidden")
@@ -764,7 +772,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
                      [edit_msg, reading_id, question, *view[1:], saved, readings_table], show_progress="hidden")
         save_feedback.click(on_feedback, [reading_id, verdict, corrected, comment],
                             [feedback_list, verdict, corrected, comment], show_progress="hidden")
-        retry.click(on_retry, reading_id, [status, bar, memory, answer, timer], show_progress="hidden")
+        retry.click(on_retry, reading_id, [status, bar, memory, answer, timer, notice], show_progress="hidden")
         health_timer.tick(on_health, None, [health_line, engine_log], show_progress="hidden")
         ui.load(on_health, None, [health_line, engine_log], show_progress="hidden")
         admin_outputs = [users_table, pick_user, users_msg]

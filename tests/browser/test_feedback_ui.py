@@ -84,6 +84,8 @@ def test_feedback_on_an_answer_and_cancel_and_resume(ui_page, ui_server) -> None
     page.locator("#retry").click()
     page.locator("#status").get_by_text("Cannot retry").wait_for(timeout=30_000)
     assert "only failed or cancelled readings are retried" in page.locator("#status").inner_text()
+    page.wait_for_timeout(2500)  # the queued reading's status is refreshed every second: the refusal stays above it
+    assert "Cannot retry" in page.locator("#status").inner_text() and "Queued" in page.locator("#status").inner_text()
     page.locator("#cancel").click()
     page.locator("#status").get_by_text("Cancelled before its first chunk").wait_for(timeout=30_000)
     page.locator("#readings [role=gridcell]").filter(has_text="cancelled").first.wait_for(timeout=30_000)
