@@ -10,6 +10,8 @@ greedy, at most --max-tokens new tokens. Reported per engine and batch size: wal
     .venv/bin/python -m benchmarks.engines --engines vllm --vllm-env VLLM_CPU_NUM_OF_RESERVED_CPU=1
     .venv/bin/python -m benchmarks.engines --engines transformers,openai=http://127.0.0.1:8001/v1
     .venv/bin/python -m benchmarks.engines --torch-threads 1    # on a busy machine (see below)
+    # a LoRA adapter served two ways by vLLM: merged into the weights vs the base with --enable-lora
+    .venv/bin/python -m benchmarks.engines --model smollm2-reader --engines vllm,vllm-lora=inference/reader
 
 On a machine shared with other busy processes, torch's default of one thread per core makes the
 in-process engine several times slower (its threads spin-wait for each other); --torch-threads 1
@@ -85,20 +87,32 @@ def build(spec: str, model: Path, args: argparse.Namespace) -> tuple[Engine, str
     tokenizer = AutoTokenizer.from_pretrained(model)
     if spec.startswith("openai="):
         return OpenAIEngine(spec.split("=", 1)[1], tokenizer, timeout_s=1800), spec.split("=", 1)[1]
-    if spec == "vllm":
+    if spec == "vllm" or spec.startswith("vllm-lora="):
         from inference.vllm_server import VLLMServer
 
         env = dict(kv.split("=", 1) for kv in args.vllm_env)
+        extra = shlex.split(args.vllm_args)
+        name = None
+        if spec.startswith("vllm-lora="):  # the untrained base, the adapter applied by vLLM at every step
+            from peft import PeftConfig
+
+            from training.rollout_server import vllm_lora_rank
+
+            adapter = Path(spec.split("=", 1)[1]).resolve()
+            rank = vllm_lora_rank(PeftConfig.from_pretrained(adapter).r)
+            model, name = resolve_model_path("smollm2", MODEL_CACHE), "lora"
+            extra = ["--enable-lora", "--max-lora-rank", str(rank), "--lora-modules", f"lora={adapter}", *extra]
         server = VLLMServer(
-            args.vllm_python, model, extra_args=shlex.split(args.vllm_args), env=env,
+            args.vllm_python, model, extra_args=extra, env=env,
             log_path=ROOT / "artifacts" / "benchmarks" / "vllm-engines.log",
         )  # fmt: skip
         started = time.monotonic()
         server.start()
         note = f"vLLM {' '.join(server.args)} {' '.join(args.vllm_env)}".strip()
         print(f"vLLM server ready in {time.monotonic() - started:.0f} s ({note})", flush=True)
-        return OpenAIEngine(server.base_url, tokenizer, server.served_model_name, server=server, timeout_s=1800), note
-    raise SystemExit(f"unknown engine {spec!r}: transformers, vllm or openai=URL")
+        return OpenAIEngine(server.base_url, tokenizer, name or server.served_model_name, server=server,
+                            timeout_s=1800), note
+    raise SystemExit(f"unknown engine {spec!r}: transformers, vllm, vllm-lora=ADAPTER_DIR or openai=URL")
 
 
 def main(argv: list[str] | None = None) -> None:
