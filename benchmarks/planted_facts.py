@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from inference.agent import AgentConfig, MemoryAgent
+from inference.agent import AgentConfig, MemoryAgent, memory_of
 from inference.chunking import token_starts
 from inference.engines.transformers_engine import TransformersEngine
 from inference.models import resolve_model_path
@@ -232,7 +232,7 @@ def run_setting(engine: TransformersEngine, cases: list[Case], chunk_tokens: int
         active = [i for i in range(len(cases)) if k < len(chunks[i])]
         completions = agent.update([(cases[i].question, memories[i], chunks[i][k]) for i in active])
         for i, c in zip(active, completions):
-            memories[i], memory_lengths[i] = c.text, c.completion_tokens
+            memories[i], memory_lengths[i] = memory_of(c.text), c.completion_tokens
     answers = agent.answer([(case.question, memory) for case, memory in zip(cases, memories)])
     seconds = time.perf_counter() - began
 

@@ -49,7 +49,28 @@ class Trajectory:
 
     @property
     def memories(self) -> list[str]:
-        return [c.text for c in self.completions[: len(self.completions) - (self.answer is not None)]]
+        return [memory_of(c.text) for c in self.completions[: len(self.completions) - (self.answer is not None)]]
+
+
+def memory_of(output: str) -> str:
+    """The memory a rewrite leaves: what the model wrote, each line once. The small trained readers
+    write their fact line again and again (9 of the shipped reader's 32 held-out final memories at 2K
+    and 8K held a line more than once; 18 of 32, up to 9 times, after more RL), and each copy is
+    decoded again at every later chunk. Dropping them left the reader's held-out 2K answers unchanged (the same 14 of
+    32) and cut the tokens it generated for 8 questions on a 4,415-token excerpt by 32% (README).
+
+    >>> memory_of("The code is 42.\\nThe code is 42. \\n\\nDogs bark.\\nThe code is 42.")
+    'The code is 42.\\n\\nDogs bark.'
+    """
+    seen: set[str] = set()
+    kept = []
+    for line in output.split("\n"):
+        key = line.strip()
+        if key and key in seen:
+            continue
+        seen.add(key)
+        kept.append(line)
+    return "\n".join(kept)
 
 
 _BOXED = "\\boxed{"
@@ -116,7 +137,7 @@ class MemoryAgent:
         for chunk in self.chunks(text):
             section = chunk.text(text)
             completions = self.update([(p, m, section) for p, m in zip(problems, memories)])
-            memories = [c.text for c in completions]
+            memories = [memory_of(c.text) for c in completions]
             if on_memory:
                 on_memory(chunk, completions)
         return self.answer(list(zip(problems, memories)))
@@ -150,4 +171,4 @@ class MemoryAgent:
 
 
 def _last_memory(t: Trajectory) -> str | None:
-    return t.completions[-1].text if t.completions else None
+    return memory_of(t.completions[-1].text) if t.completions else None

@@ -33,7 +33,7 @@ from app.models import Checkpoint, ModelVersion, Reading, ReadingStatus, utcnow
 from app.services.llm import engine_for
 from app.services.models import serving_settings
 from app.settings import Settings
-from inference.agent import AgentConfig, MemoryAgent
+from inference.agent import AgentConfig, MemoryAgent, memory_of
 from inference.chunking import Chunk, split_into_chunks
 from inference.engines.base import Completion, Engine, EngineUnavailable
 
@@ -333,7 +333,7 @@ def _commit_step(url: str, x: _Live, completion: Completion, seconds: float) -> 
             Checkpoint(
                 reading_id=x.id,
                 step=x.cursor + 1,
-                memory=completion.text,
+                memory=memory_of(completion.text),
                 start_token=chunk.start_token,
                 end_token=chunk.end_token,
                 start_char=chunk.start_char,
@@ -346,7 +346,7 @@ def _commit_step(url: str, x: _Live, completion: Completion, seconds: float) -> 
             )
         )
     x.cursor += 1
-    x.memory = completion.text
+    x.memory = memory_of(completion.text)
     return True
 
 

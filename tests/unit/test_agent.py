@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from inference.agent import AgentConfig, MemoryAgent, extract_boxed
+from inference.agent import AgentConfig, MemoryAgent, extract_boxed, memory_of
 from inference.templates import MEMAGENT, NO_MEMORY
 from tests.fakes import FakeEngine
 
@@ -83,3 +83,23 @@ def test_config_rejects_nonsense():
         AgentConfig(chunk_tokens=0)
     with pytest.raises(ValueError, match="template"):
         AgentConfig(template_set="other")
+
+
+def test_memory_of_keeps_each_line_once_and_blank_lines():
+    assert memory_of("The code is 42.\nThe code is 42. \n\nDogs bark.\nThe code is 42.") == "The code is 42.\n\nDogs bark."
+    assert memory_of("A.\nB.") == "A.\nB."
+
+
+def test_a_repeated_line_is_not_passed_to_the_next_chunk(tokenizer):
+    def doubling(prompt: str) -> str:  # writes its memory's lines twice, as the small reader did
+        if "<section>" in prompt:
+            return "fact" if _memory(prompt) == NO_MEMORY else _memory(prompt) + "\n" + _memory(prompt)
+        return f"\\boxed{{{_memory(prompt)}}}"
+
+    engine = FakeEngine(tokenizer, doubling)
+    agent = MemoryAgent(engine, AgentConfig(chunk_tokens=50, memory_tokens=20, answer_tokens=10))
+    (answer,) = agent.read(["q"], TEXT)
+    assert [_memory(calls[0][0]) for calls in engine.calls[1:]] == ["fact"] * (len(agent.chunks(TEXT)))
+    assert answer.answer == "fact"
+    (trajectory,) = agent.read_batch([("q", TEXT)])
+    assert trajectory.memories == ["fact"] * len(agent.chunks(TEXT))
