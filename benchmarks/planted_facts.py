@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from inference.agent import AgentConfig, MemoryAgent, memory_of
+from inference.agent import AgentConfig, MemoryAgent
 from inference.chunking import token_starts
 from inference.engines.transformers_engine import TransformersEngine
 from inference.models import resolve_model_path
@@ -223,17 +223,11 @@ def run_setting(engine: TransformersEngine, cases: list[Case], chunk_tokens: int
     config = AgentConfig(chunk_tokens=chunk_tokens, memory_tokens=memory_tokens, answer_tokens=64)
     agent = MemoryAgent(engine, config)
     began = time.perf_counter()
-    chunks = [[c.text(case.text) for c in agent.chunks(case.text)] for case in cases]
-    memories: list[str | None] = [None] * len(cases)
-    memory_lengths = [0] * len(cases)
-    # Every case has its own document: step all cases through chunk k together (one batched
-    # engine call per step); cases whose document has fewer chunks have already finished.
-    for k in range(max(map(len, chunks))):
-        active = [i for i in range(len(cases)) if k < len(chunks[i])]
-        completions = agent.update([(cases[i].question, memories[i], chunks[i][k]) for i in active])
-        for i, c in zip(active, completions):
-            memories[i], memory_lengths[i] = memory_of(c.text), c.completion_tokens
-    answers = agent.answer([(case.question, memory) for case, memory in zip(cases, memories)])
+    # every case has its own document; read_batch steps them all through chunk k in one engine call
+    trajectories = agent.read_batch([(case.question, case.text) for case in cases])
+    answers = [t.answer for t in trajectories]
+    memories = [t.memories[-1] if t.memories else None for t in trajectories]
+    memory_lengths = [t.completions[-2].completion_tokens if t.memories else 0 for t in trajectories]
     seconds = time.perf_counter() - began
 
     rows = [

@@ -56,8 +56,9 @@ def memory_of(output: str) -> str:
     """The memory a rewrite leaves: what the model wrote, each line once. The small trained readers
     write their fact line again and again (9 of the shipped reader's 32 held-out final memories at 2K
     and 8K held a line more than once; 18 of 32, up to 9 times, after more RL), and each copy is
-    decoded again at every later chunk. Dropping them left the reader's held-out 2K answers unchanged (the same 14 of
-    32) and cut the tokens it generated for 8 questions on a 4,415-token excerpt by 32% (README).
+    decoded again at every later chunk. Dropping them left the reader's held-out 2K answers unchanged
+    (the same 14 of 32) and cut the tokens it generated for 8 questions on a 4,415-token excerpt by
+    32% (README).
 
     >>> memory_of("The code is 42.\\nThe code is 42. \\n\\nDogs bark.\\nThe code is 42.")
     'The code is 42.\\n\\nDogs bark.'

@@ -320,7 +320,7 @@ def _step(url: str, agent: MemoryAgent, group: list[_Live]) -> set[int]:
 
 
 def _commit_step(url: str, x: _Live, completion: Completion, seconds: float) -> bool:
-    chunk = x.chunks[x.cursor]
+    chunk, memory = x.chunks[x.cursor], memory_of(completion.text)
     with session_scope(url) as s:
         moved = s.execute(
             update(Reading)
@@ -333,7 +333,7 @@ def _commit_step(url: str, x: _Live, completion: Completion, seconds: float) -> 
             Checkpoint(
                 reading_id=x.id,
                 step=x.cursor + 1,
-                memory=memory_of(completion.text),
+                memory=memory,
                 start_token=chunk.start_token,
                 end_token=chunk.end_token,
                 start_char=chunk.start_char,
@@ -346,7 +346,7 @@ def _commit_step(url: str, x: _Live, completion: Completion, seconds: float) -> 
             )
         )
     x.cursor += 1
-    x.memory = memory_of(completion.text)
+    x.memory = memory
     return True
 
 
