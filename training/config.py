@@ -98,6 +98,10 @@ class TrainConfig(BaseModel):
         "Activation memory grows with it (~1.5 GB per 1,000 tokens for the 135M model in fp32); speed hardly does on a CPU."
     )
     sft_samples_per_step: int = Field(8, ge=1, description="Samples (whole oracle readings) per SFT step.")
+    sft_keeps: int = Field(
+        1, ge=0, description="SFT conversations per sample, drawn at random, in which the chunk adds nothing and the memory "
+        "must come through unchanged; most are before any evidence (a contract's governing-law clause is near its end): "
+        "they teach the reader not to write what is not asked.")
     sft_carry: int = Field(
         0, ge=0, description="Extra SFT conversations per sample in which the memory already holds evidence and must "
         "come through a chunk unchanged: what a long document asks of the reader most often.")

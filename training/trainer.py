@@ -142,7 +142,7 @@ class Trainer:
     # --- SFT -----------------------------------------------------------------------------------
 
     def sft_rows(self, tasks: Sequence[Task], readings: dict[str, list[str]] | None = None) -> list[Row]:
-        """Conversations of the oracle readings: every one where the memory gains evidence, one where
+        """Conversations of the oracle readings: every one where the memory gains evidence, `sft_keeps` where
         it must be kept as it is (drawn at random), `sft_carry` more where what it keeps is evidence,
         and the final answer. Most chunks gain nothing, so training on all of them would spend the CPU
         on copying. A task without evidence (feedback, QA files) takes its answer's sentence as evidence,
@@ -157,7 +157,7 @@ class Trainer:
             previous: list[str | None] = [None, *memories[:-1]]
             gains = [k for k in range(len(chunks)) if memories[k] != (previous[k] or NO_EVIDENCE_MEMORY)]
             keeps = [k for k in range(len(chunks)) if k not in gains]
-            chosen = rng.sample(keeps, min(1, len(keeps)))
+            chosen = rng.sample(keeps, min(self.config.sft_keeps, len(keeps)))
             carries = [k for k in keeps if k not in chosen and previous[k] not in (None, NO_EVIDENCE_MEMORY)]
             chosen += rng.sample(carries, min(self.config.sft_carry, len(carries)))
             conversations = [(previous[k], k) for k in sorted(gains + chosen)]

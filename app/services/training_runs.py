@@ -368,13 +368,13 @@ def _config(selection: DataSelection, params: RunParams, start: dict, feedback: 
 
 def _units(config: TrainConfig, step: int) -> float:
     """The work of step `step` (0-based) in the unit its phase's speed is measured in: SFT, the tokens
-    of the conversations it trains (per sample: about one that gains evidence, one that keeps, `sft_carry`
-    that carry it, and the answer, whatever the document's length: Trainer.sft_rows); RL, samples x
+    of the conversations it trains (per sample: about one that gains evidence, `sft_keeps` that keep,
+    `sft_carry` that carry it, and the answer, whatever the document's length: Trainer.sft_rows); RL, samples x
     rollouts x document tokens."""
     tokens = doc_tokens_at([tuple(c) for c in config.data.curriculum], step)
     if step < config.sft_steps:
         chunks = -(-tokens // config.chunk_tokens)
-        conversations = min(chunks, 2 + config.sft_carry) + 1
+        conversations = min(chunks, 1 + config.sft_keeps + config.sft_carry) + 1
         return config.sft_samples_per_step * conversations * (config.chunk_tokens + config.memory_tokens)
     return config.samples_per_step * config.group_size * tokens
 

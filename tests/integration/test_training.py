@@ -125,6 +125,11 @@ def test_sft_rows_carry_evidence_and_take_a_feedback_answer_as_evidence(model_pa
     trainer.config.sft_carry = 3
     carried = targets(trainer.sft_rows([planted]))
     assert len(carried) == 6 and carried.count(kept) >= 4  # the gain and the three carries keep the fact
+    trainer.config.sft_carry, trainer.config.sft_keeps = 0, 3
+    keeps = targets(trainer.sft_rows([planted]))
+    assert len(keeps) == 5 and keeps[-1] == r"\boxed{4417}"  # the gain, 3 keeps, the answer
+    assert kept in keeps and set(keeps[:-1]) <= {kept, NO_EVIDENCE_MEMORY}
+    trainer.config.sft_carry, trainer.config.sft_keeps = 3, 1
     assert targets(trainer.sft_rows([judged, unfound])) == targets(trainer.sft_rows([judged]))
     assert kept in targets(trainer.sft_rows([judged]))
 
