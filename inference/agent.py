@@ -8,7 +8,7 @@ state, so many readings can advance in one engine call and resume from any check
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from inference.chunking import Chunk, split_into_chunks
@@ -49,14 +49,14 @@ class Trajectory:
 
     @property
     def memories(self) -> list[str]:
-        return [memory_of(c.text) for c in self.completions[: len(self.completions) - (self.answer is not None)]]
+        return [c.text for c in self.completions[: len(self.completions) - (self.answer is not None)]]
 
 
 def memory_of(output: str) -> str:
     """The memory a rewrite leaves: what the model wrote, each line once. The small trained readers
-    write their fact line again and again (9 of the shipped reader's 32 held-out final memories at 2K
-    and 8K held a line more than once; 18 of 32, up to 9 times, after more RL), and each copy is
-    decoded again at every later chunk. Dropping them left the reader's held-out 2K answers unchanged
+    write their fact line again and again (9 of the 2026-11-23 reader's 32 held-out final memories at
+    2K and 8K held a line more than once; 18 of 32, up to 9 times, after more RL), and each copy is
+    decoded again at every later chunk. Dropping them left that reader's held-out 2K answers unchanged
     (the same 14 of 32) and cut the tokens it generated for 8 questions on a 4,415-token excerpt by
     32% (README).
 
@@ -116,8 +116,14 @@ class MemoryAgent:
         ]
 
     def update(self, items: Sequence[tuple[str, str | None, str]], temperature: float = 0.0) -> list[Completion]:
-        """One memory rewrite per (problem, memory or None for the first chunk, chunk text)."""
-        return self.engine.generate(self.update_messages(items), self.config.memory_tokens, temperature)
+        """One memory rewrite per (problem, memory or None for the first chunk, chunk text). A
+        completion's `text` is the new memory (`memory_of` what the model wrote); its token counts
+        and ids are what was generated (what the runner counts and training trains on)."""
+        return self._rewrite(self.update_messages(items), temperature)
+
+    def _rewrite(self, messages: list[str], temperature: float) -> list[Completion]:
+        completions = self.engine.generate(messages, self.config.memory_tokens, temperature)
+        return [replace(c, text=memory_of(c.text)) for c in completions]
 
     def answer(self, items: Sequence[tuple[str, str | None]], temperature: float = 0.0) -> list[Answer]:
         completions = self.engine.generate(self.final_messages(items), self.config.answer_tokens, temperature)
@@ -138,7 +144,7 @@ class MemoryAgent:
         for chunk in self.chunks(text):
             section = chunk.text(text)
             completions = self.update([(p, m, section) for p, m in zip(problems, memories)])
-            memories = [memory_of(c.text) for c in completions]
+            memories = [c.text for c in completions]
             if on_memory:
                 on_memory(chunk, completions)
         return self.answer(list(zip(problems, memories)))
@@ -158,7 +164,7 @@ class MemoryAgent:
             active = [i for i, plan in enumerate(plans) if k < len(plan)]
             batch = [(items[i][0], _last_memory(trajectories[i]), plans[i][k].text(items[i][1])) for i in active]
             messages = self.update_messages(batch)
-            completions = self.engine.generate(messages, self.config.memory_tokens, temperature)
+            completions = self._rewrite(messages, temperature)
             for i, message, completion in zip(active, messages, completions):
                 trajectories[i].messages.append(message)
                 trajectories[i].completions.append(completion)
@@ -172,4 +178,4 @@ class MemoryAgent:
 
 
 def _last_memory(t: Trajectory) -> str | None:
-    return memory_of(t.completions[-1].text) if t.completions else None
+    return t.completions[-1].text if t.completions else None

@@ -33,7 +33,7 @@ from app.models import Checkpoint, ModelVersion, Reading, ReadingStatus, utcnow
 from app.services.llm import engine_for
 from app.services.models import serving_settings
 from app.settings import Settings
-from inference.agent import AgentConfig, MemoryAgent, memory_of
+from inference.agent import AgentConfig, MemoryAgent
 from inference.chunking import Chunk, split_into_chunks
 from inference.engines.base import Completion, Engine, EngineUnavailable
 
@@ -320,7 +320,7 @@ def _step(url: str, agent: MemoryAgent, group: list[_Live]) -> set[int]:
 
 
 def _commit_step(url: str, x: _Live, completion: Completion, seconds: float) -> bool:
-    chunk, memory = x.chunks[x.cursor], memory_of(completion.text)
+    chunk = x.chunks[x.cursor]
     with session_scope(url) as s:
         moved = s.execute(
             update(Reading)
@@ -333,7 +333,7 @@ def _commit_step(url: str, x: _Live, completion: Completion, seconds: float) -> 
             Checkpoint(
                 reading_id=x.id,
                 step=x.cursor + 1,
-                memory=memory,
+                memory=completion.text,
                 start_token=chunk.start_token,
                 end_token=chunk.end_token,
                 start_char=chunk.start_char,
@@ -346,7 +346,7 @@ def _commit_step(url: str, x: _Live, completion: Completion, seconds: float) -> 
             )
         )
     x.cursor += 1
-    x.memory = memory
+    x.memory = completion.text
     return True
 
 

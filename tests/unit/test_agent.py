@@ -1,3 +1,4 @@
+import dataclasses
 import re
 
 import pytest
@@ -103,3 +104,8 @@ def test_a_repeated_line_is_not_passed_to_the_next_chunk(tokenizer):
     assert answer.answer == "fact"
     (trajectory,) = agent.read_batch([("q", TEXT)])
     assert trajectory.memories == ["fact"] * len(agent.chunks(TEXT))
+    # what the runner checkpoints: the memory, with the tokens that were generated for it
+    item = ("q", "fact", "some chunk")
+    (raw,) = engine.generate(agent.update_messages([item]), 20)
+    (rewrite,) = agent.update([item])
+    assert raw.text == "fact\nfact" and rewrite == dataclasses.replace(raw, text="fact")
