@@ -9,7 +9,7 @@ state, so many readings can advance in one engine call and resume from any check
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import Sequence
 
 from inference.chunking import Chunk, split_into_chunks
 from inference.engines.base import Completion, Engine
@@ -133,25 +133,10 @@ class MemoryAgent:
             answers.append(Answer(boxed if boxed is not None else c.text.strip(), c.text, c))
         return answers
 
-    def read(
-        self,
-        problems: Sequence[str],
-        text: str,
-        on_memory: Callable[[Chunk, list[Completion]], None] | None = None,
-    ) -> list[Answer]:
-        """Read `text` once for all `problems` together (one batched call per chunk)."""
-        memories: list[str | None] = [None] * len(problems)
-        for chunk in self.chunks(text):
-            section = chunk.text(text)
-            completions = self.update([(p, m, section) for p, m in zip(problems, memories)])
-            memories = [c.text for c in completions]
-            if on_memory:
-                on_memory(chunk, completions)
-        return self.answer(list(zip(problems, memories)))
-
     def read_batch(self, items: Sequence[tuple[str, str]], temperature: float = 0.0) -> list[Trajectory]:
         """Read many (problem, document text) pairs in lockstep, whatever their lengths: step k is one
-        batched call for every item that has a chunk k; then one call answers them all. Keeps every
+        batched call for every item that has a chunk k; then one call answers them all (several
+        questions on one text: pass the same string, chunked once). Keeps every
         message and completion (evaluation reads the answers, training the whole conversations)."""
         chunked: dict[int, list[Chunk]] = {}
         trajectories = [Trajectory(problem, [], []) for problem, _ in items]

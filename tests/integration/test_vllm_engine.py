@@ -52,10 +52,9 @@ def test_prompts_reach_the_model_token_for_token(vllm_engine, tokenizer):
 def test_a_planted_fact_is_found_in_a_one_chunk_document(vllm_engine):
     agent = MemoryAgent(vllm_engine, AgentConfig(chunk_tokens=512, memory_tokens=128, answer_tokens=64))
     question = "What is the code to the harbour master's safe?"
-    memories = []
-    (answer,) = agent.read([question], HARBOUR, on_memory=lambda _c, cs: memories.extend(c.text for c in cs))
-    assert "4417" in memories[0]
-    assert "4417" in answer.answer
+    (trajectory,) = agent.read_batch([(question, HARBOUR)])
+    assert "4417" in trajectory.memories[0]
+    assert "4417" in trajectory.answer.answer
 
 
 def test_memory_agent_reads_several_chunks_for_several_questions(vllm_engine):
@@ -64,11 +63,10 @@ def test_memory_agent_reads_several_chunks_for_several_questions(vllm_engine):
     chunks = agent.chunks(text)
     assert len(chunks) >= 4
     questions = ["Where is the spare key to the lamp room?", "How long did Mara keep the lighthouse?"]
-    steps = []
-    answers = agent.read(questions, text, on_memory=lambda chunk, cs: steps.append(cs))
-    assert len(steps) == len(chunks)
-    assert all(len(cs) == 2 and all(c.completion_tokens <= 48 for c in cs) for cs in steps)
-    assert len(answers) == 2 and all(a.output.strip() for a in answers)
+    trajectories = agent.read_batch([(q, text) for q in questions])
+    assert [len(t.memories) for t in trajectories] == [len(chunks)] * 2
+    assert all(c.completion_tokens <= 48 for t in trajectories for c in t.completions[:-1])
+    assert all(t.answer.output.strip() for t in trajectories)
 
 
 def test_a_reading_runs_end_to_end_through_the_reading_service(vllm_settings, vllm_engine):

@@ -37,7 +37,10 @@ def trainer_and_server(model_path: Path, tmp_path: Path):
 def test_the_server_samples_the_adapter_the_trainer_holds_and_an_rl_step_runs_on_it(trainer_and_server, tmp_path):
     trainer, server = trainer_and_server
     task = tiny_tasks(0, 1)[0]
-    (message,) = trainer.agent.update_messages([(task.question, None, task.document)])
+    # A chunk without the password: the reader writes one line and stops, the base model runs on. (On
+    # the task's own sentence the 2026-11-25 reader and the base write the same line.)
+    chunk = "The guard walked the wall at dusk and saw no one."
+    (message,) = trainer.agent.update_messages([(task.question, None, chunk)])
 
     served = server.engine(copy_adapter(trainer.model, tmp_path / "a0"), "policy-a0")
     (from_server,) = served.generate([message], 24, 0.0)
@@ -46,7 +49,7 @@ def test_the_server_samples_the_adapter_the_trainer_holds_and_an_rl_step_runs_on
         [message], 24, 0.0)
     assert in_process.text.strip()
     assert from_server.token_ids == in_process.token_ids  # the served adapter is the trainer's, stop token and all
-    assert from_base.text != in_process.text  # and it is not the bare base model
+    assert from_base.token_ids != in_process.token_ids  # and it is not the bare base model
 
     trainer.run(max_steps=1)
     (m,) = [json.loads(line) for line in (trainer.run_dir / "metrics.jsonl").read_text().splitlines()]

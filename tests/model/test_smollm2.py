@@ -25,10 +25,9 @@ def test_planted_fact_is_found_in_a_one_chunk_document(engine):
     assert len(agent.chunks(DOC)) == 1
     question = "What is the code to the harbour master's safe?"
     assert "4417" not in question
-    memories = []
-    (answer,) = agent.read([question], DOC, on_memory=lambda _chunk, cs: memories.extend(c.text for c in cs))
-    assert "4417" in memories[0]
-    assert "4417" in answer.answer
+    (trajectory,) = agent.read_batch([(question, DOC)])
+    assert "4417" in trajectory.memories[0]
+    assert "4417" in trajectory.answer.answer
 
 
 def test_generation_is_greedy_and_batch_independent(engine):

@@ -31,7 +31,8 @@ def test_memory_is_passed_forward_and_the_answer_comes_from_the_last_memory(toke
     chunks = agent.chunks(TEXT)
     assert len(chunks) > 3
 
-    (answer,) = agent.read(["Which word came last?"], TEXT)
+    (trajectory,) = agent.read_batch([("Which word came last?", TEXT)])
+    answer = trajectory.answer
 
     update_calls, final_call = engine.calls[:-1], engine.calls[-1]
     assert len(update_calls) == len(chunks)
@@ -51,10 +52,10 @@ def test_memory_is_passed_forward_and_the_answer_comes_from_the_last_memory(toke
 def test_many_questions_share_one_engine_call_per_chunk(tokenizer):
     engine = FakeEngine(tokenizer, scripted)
     agent = MemoryAgent(engine, AgentConfig(chunk_tokens=100, memory_tokens=20, answer_tokens=10))
-    answers = agent.read(["q1", "q2", "q3"], TEXT)
+    trajectories = agent.read_batch([(q, TEXT) for q in ("q1", "q2", "q3")])
     assert len(engine.calls) == len(agent.chunks(TEXT)) + 1
     assert all(len(messages) == 3 for messages, _ in engine.calls)
-    assert [a.answer for a in answers] == [f"seen {TEXT.split()[-1]}"] * 3
+    assert [t.answer.answer for t in trajectories] == [f"seen {TEXT.split()[-1]}"] * 3
 
 
 def test_answer_without_box_falls_back_to_the_whole_output(tokenizer):
@@ -99,10 +100,9 @@ def test_a_repeated_line_is_not_passed_to_the_next_chunk(tokenizer):
 
     engine = FakeEngine(tokenizer, doubling)
     agent = MemoryAgent(engine, AgentConfig(chunk_tokens=50, memory_tokens=20, answer_tokens=10))
-    (answer,) = agent.read(["q"], TEXT)
-    assert [_memory(calls[0][0]) for calls in engine.calls[1:]] == ["fact"] * (len(agent.chunks(TEXT)))
-    assert answer.answer == "fact"
     (trajectory,) = agent.read_batch([("q", TEXT)])
+    assert [_memory(calls[0][0]) for calls in engine.calls[1:]] == ["fact"] * (len(agent.chunks(TEXT)))
+    assert trajectory.answer.answer == "fact"
     assert trajectory.memories == ["fact"] * len(agent.chunks(TEXT))
     # what the runner checkpoints: the memory, with the tokens that were generated for it
     item = ("q", "fact", "some chunk")
