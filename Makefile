@@ -43,8 +43,9 @@ run: install vllm
 chromium:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
 
+# Unbuffered, so that a run stopped at CI's time limit shows how far it got; the slowest tests at the end.
 test: install chromium vllm
-	GRADIO_ANALYTICS_ENABLED=False $(PY) -m pytest -q -p no:cacheprovider
+	PYTHONUNBUFFERED=1 GRADIO_ANALYTICS_ENABLED=False $(PY) -m pytest -q -p no:cacheprovider --durations=20
 
 # The reading benchmarks (benchmarks/run.py): tables on stdout, figures and plots in benchmarks/results/.
 bench: install vllm

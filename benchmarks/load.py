@@ -127,7 +127,8 @@ def _drop(admin, name: str) -> None:  # noqa: ANN001
 @contextmanager
 def embedded(users: int):
     """`longread serve` on the embedded defaults in a fresh data folder; every client is the local admin."""
-    from tests.faults.harness import free_port, wait_until
+    from inference.vllm_server import free_port
+    from tests.faults.harness import wait_until
 
     with tempfile.TemporaryDirectory(prefix="longread-load-") as tmp:
         port = free_port()

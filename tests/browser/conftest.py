@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,17 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from inference.vllm_server import free_port
 from tests.conftest import ARTIFACTS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HEALTHZ_TIMEOUT_S = 180
 STOP_TIMEOUT_S = 45  # SIGTERM: uvicorn shuts down, then the worker gets SIGTERM and 30 s to finish
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _descendants(pid: int) -> list[int]:
@@ -102,7 +96,7 @@ def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 def _serve(tmp_path_factory: pytest.TempPathFactory, *args: str,
            env: dict[str, str] | None = None) -> Iterator[LiveServer]:
     data_dir = tmp_path_factory.mktemp("longread-data")
-    port = _free_port()
+    port = free_port()
     extra_env = env
     env = {
         **os.environ,

@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ from pathlib import Path
 from app.cli import worker_command
 from app.settings import Settings
 from inference.models import resolve_model_path
-from inference.vllm_server import VLLMServer
+from inference.vllm_server import VLLMServer, free_port
 from tests.conftest import MODEL_CACHE
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -35,12 +34,6 @@ RESULTS = REPO_ROOT / "benchmarks" / "results" / "faults"
 #: how fast a dead runner's readings go stale in these tests (heartbeat every quarter of it)
 STALE_AFTER_S = 4
 MAX_ATTEMPTS = 3
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float, what: str, poll_s: float = 0.2,

@@ -20,17 +20,12 @@ import pytest
 from app.db import session_scope
 from app.models import Worker
 from app.services.health import ALIVE_S
+from inference.vllm_server import free_port
 from tests.conftest import ARTIFACTS, LIGHTHOUSE, MODEL_CACHE
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _children(pid: int) -> list[int]:
@@ -59,7 +54,7 @@ def _alive(pid: int) -> bool:
 
 class Serve:
     def __init__(self, tmp_path: Path, **env_extra: str):
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.data_dir = tmp_path / "data"
         self.log = tmp_path / "serve.log"

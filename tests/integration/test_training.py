@@ -36,7 +36,7 @@ def tiny_tasks(step: int, n: int, salt: str = "train") -> list[Task]:
 def tiny_config(**overrides):  # noqa: ANN201
     base = dict(preset="small", chunk_tokens=64, memory_tokens=32, answer_tokens=16, samples_per_step=4,
                 group_size=8, learning_rate=1e-3, warmup_steps=0, reward_rule="sub_em", save_every=2,
-                seed=3, threads=1, micro_batch_tokens=1024, data=dict(contracts=False))
+                seed=3, threads=2, micro_batch_tokens=1024, data=dict(contracts=False))
     return make_config({**base, **overrides})
 
 
@@ -49,7 +49,7 @@ def mean_reward(trainer: Trainer, tasks: list[Task]) -> float:
 
 
 def test_grpo_raises_the_reward_of_a_tiny_task(model_path: Path, tmp_path: Path) -> None:
-    trainer = Trainer(tiny_config(rl_steps=6), tmp_path, model_path, tiny_tasks)
+    trainer = Trainer(tiny_config(rl_steps=3), tmp_path, model_path, tiny_tasks)
     held_out = tiny_tasks(0, 6, salt="eval")
     trainer.step = 10_000  # seeds the evaluation's sampling apart from every training step
     before = mean_reward(trainer, held_out)
@@ -60,7 +60,7 @@ def test_grpo_raises_the_reward_of_a_tiny_task(model_path: Path, tmp_path: Path)
     metrics = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     print(f"reward before {before:.3f}, after {after:.3f}; per step {[m['reward'] for m in metrics]}")
     assert after >= before + 0.2, (before, after)
-    assert [m["step"] for m in metrics] == list(range(1, 7))
+    assert [m["step"] for m in metrics] == [1, 2, 3]
     assert {"reward", "accuracy", "loss", "kl", "clip_fraction", "tokens_per_s", "eta_s"} <= metrics[0].keys()
     assert (tmp_path / "adapter" / "adapter_model.safetensors").is_file()
     assert (tmp_path / "curve.png").stat().st_size > 10_000

@@ -89,11 +89,12 @@ def test_worker_with_embedded_broker(tmp_path):
     _run(s, tmp_path)
 
 
-def test_worker_with_redis_and_postgres(tmp_path, postgres_url, redis_url):
+def test_worker_with_redis_and_postgres(tmp_path, own_postgres_url, redis_url):
     import redis
 
     redis.Redis.from_url(redis_url).flushdb()
-    _run(_settings(tmp_path, postgres_url, redis_url), tmp_path)
+    # its own database: the session's holds other tests' queued readings, which the worker would read too
+    _run(_settings(tmp_path, own_postgres_url, redis_url), tmp_path)
 
 
 def test_killed_worker_is_resumed_from_the_last_checkpoint(tmp_path):
