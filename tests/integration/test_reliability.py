@@ -9,7 +9,6 @@ from datetime import timedelta
 import pytest
 
 from app.db import session_scope
-from app.migrate import upgrade
 from app.models import ReadingStatus, utcnow
 from app.services import readings as reading_service
 from app.services.documents import ingest
@@ -23,13 +22,11 @@ from tests.integration.test_reading_service import TEXT, echo_last_line
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db_settings(request, tmp_path) -> Settings:
-    url = f"sqlite:///{tmp_path / 'r.db'}" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    s = Settings(data_dir=tmp_path / "data", database_url=url, chunk_tokens=100, memory_tokens=20, answer_tokens=20,
-                 max_attempts=2)
-    upgrade(url)
-    return s
+@pytest.fixture
+def db_settings(db_settings: Settings) -> Settings:
+    """The folder's settings (a database of the test's own: a pass here takes every queued reading
+    there is), with a cap of two attempts."""
+    return db_settings.model_copy(update={"max_attempts": 2})
 
 
 def _reading(s: Settings) -> int:
