@@ -82,12 +82,11 @@ def completion_log_probs(model: Any, rows: Sequence[Row], pad_id: int, temperatu
 
 
 def pick_device(name: str = "auto") -> torch.device:
-    """`auto`: under torchrun the GPU of this process's LOCAL_RANK, else the first GPU, else the CPU."""
-    if name != "auto":
-        return torch.device(name)
-    if torch.cuda.is_available():
+    """`auto`: a GPU if torch has one, else the CPU. A GPU without an index (`auto`, `cuda`) is this
+    process's LOCAL_RANK under torchrun, else the first: torch.cuda.set_device refuses a bare `cuda`."""
+    if name == "cuda" or (name == "auto" and torch.cuda.is_available()):
         return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    return torch.device("cpu")
+    return torch.device("cpu" if name == "auto" else name)
 
 
 def load_policy(model_path: Path, lora_r: int, lora_alpha: int, lora_dropout: float, targets: list[str],

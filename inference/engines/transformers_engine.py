@@ -33,6 +33,8 @@ class TransformersEngine(Engine):
         self._torch = torch
         self.tokenizer = tokenizer
         self.tokenizer.padding_side = "left"
+        if tokenizer.pad_token is None:  # e.g. Llama's, or a GGUF converted by older transformers
+            tokenizer.pad_token = tokenizer.eos_token
         self.model = model
         self.max_batch = max_batch
 

@@ -74,7 +74,7 @@ def test_a_run_folders_config_json_loads_back_the_same(tmp_path: Path) -> None:
         load_config(path)
 
 
-def test_auto_device_is_the_cpu_without_a_gpu_and_a_named_device_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_device_is_the_cpu_without_a_gpu_and_a_gpu_always_has_an_index(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
     from training.policy import pick_device
@@ -85,3 +85,6 @@ def test_auto_device_is_the_cpu_without_a_gpu_and_a_named_device_is_kept(monkeyp
     monkeypatch.setenv("LOCAL_RANK", "3")  # torchrun: each process its own GPU
     assert pick_device("auto") == torch.device("cuda", 3)
     assert pick_device("cpu") == torch.device("cpu")
+    # a bare `cuda` gets its index too: torch.cuda.set_device raised on it (the first run on an H200)
+    assert pick_device("cuda") == torch.device("cuda", 3)
+    assert pick_device("cuda:1") == torch.device("cuda", 1)
