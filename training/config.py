@@ -40,6 +40,10 @@ class DataConfig(BaseModel):
     contract_max_tokens: int = Field(
         8192, ge=256, description="Skip training contracts longer than this many tokens (CPU time)."
     )
+    governing_law_variants: float = Field(
+        0.0, ge=0.0, le=1.0, description="Share of Governing Law contract samples replaced by a variant: another "
+        "training contract's clause, its jurisdiction swapped, planted at a random sentence of the sample's contract "
+        "in place of its own (training/tasks.py, governing_law_variant): new company and new answers for the 34 clauses.")
     qa_files: list[Path] = Field([], description="JSON Lines files of {document, question, answers}.")
     feedback: list[Path] = Field(
         [], description="JSON Lines files from `longread feedback export` (documents found by id in the app's "

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from training.config import DataConfig
-from training.tasks import Task, cases_tasks, contract_tasks, feedback_tasks, synthetic_tasks
+from training.tasks import Task, cases_tasks, contract_tasks, feedback_tasks, governing_law_variant, synthetic_tasks
 
 
 def doc_tokens_at(curriculum: list[tuple[int, int]], step: int) -> int:
@@ -60,8 +60,19 @@ class TaskSource:
         rng = random.Random(f"{self.seed}:{step}")
         sources = rng.choices(range(3), weights=self.shares(), k=n)
         tasks = [rng.choice(self.feedback) for s in sources if s == 0]
-        tasks += [rng.choice(self.pool) for s in sources if s == 1]
+        tasks += [self._maybe_variant(rng.choice(self.pool), step, i) for i, s in enumerate(sources) if s == 1]
         if synthetic := sources.count(2):
             tasks += synthetic_tasks(self.tokenizer, "train", doc_tokens_at(self.data.curriculum, step),
                                      synthetic, seed=rng.randrange(2**31), kinds=self.data.synthetic_kinds)
         return tasks
+
+    def _maybe_variant(self, task: Task, step: int, i: int) -> Task:
+        """`task`, or at `governing_law_variants` a governing-law variant of it (its own random stream, so that
+        configs without variants draw as before)."""
+        if task.kind != "contract:Governing Law" or not self.data.governing_law_variants:
+            return task
+        rng = random.Random(f"{self.seed}:{step}:{i}:variant")
+        if rng.random() >= self.data.governing_law_variants:
+            return task
+        donors = [t for t in self.pool if t.kind == task.kind]
+        return governing_law_variant(task, rng.choice(donors), rng) or task

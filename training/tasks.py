@@ -5,7 +5,9 @@
   built from the same template with another entity, so a reader must keep the right one. Entities
   and values are invented (pseudo-words, long numbers) and checked absent from the book window, so
   the answer is never guessable or findable elsewhere; documents are token-exact and seeded.
-- **contracts** of CUAD with expert answers and `evidence` clauses (`contract_tasks`).
+- **contracts** of CUAD with expert answers and `evidence` clauses (`contract_tasks`), and variants of
+  their governing-law questions with another contract's clause planted, jurisdiction swapped
+  (`governing_law_variant`).
 - **feedback** exported by `longread feedback export` (`feedback_tasks`).
 - **a user's cases** file (`cases_tasks`).
 
@@ -442,6 +444,63 @@ def contract_tasks(
             tasks.append(Task(f"{case['id']}:{slug}", document, qa["question"], _date_forms(qa["answer"]), evidence,
                               f"contract:{qa['category']}", tokens))  # fmt: skip
     return tasks
+
+
+_US_STATES = (
+    "Alabama", "Alaska", "Arizona", "Arkansas", "California", "Colorado", "Connecticut", "Delaware", "Florida",
+    "Georgia", "Hawaii", "Idaho", "Illinois", "Indiana", "Iowa", "Kansas", "Kentucky", "Louisiana", "Maine",
+    "Maryland", "Massachusetts", "Michigan", "Minnesota", "Mississippi", "Missouri", "Montana", "Nebraska",
+    "Nevada", "New Hampshire", "New Jersey", "New Mexico", "New York", "North Carolina", "North Dakota", "Ohio",
+    "Oklahoma", "Oregon", "Pennsylvania", "Rhode Island", "South Carolina", "South Dakota", "Tennessee", "Texas",
+    "Utah", "Vermont", "Virginia", "Washington", "West Virginia", "Wisconsin", "Wyoming",
+)  # fmt: skip
+_OTHER_JURISDICTIONS = (
+    "England", "Scotland", "Ireland", "Germany", "France", "Italy", "Spain", "the Netherlands", "Switzerland",
+    "Sweden", "Singapore", "Hong Kong", "Japan", "Israel", "Ontario", "British Columbia", "New South Wales",
+    "India", "Brazil", "Mexico", "the People's Republic of China",
+)  # fmt: skip
+
+
+def governing_law_variant(host: Task, donor: Task, rng: random.Random) -> Task | None:
+    """`host`'s governing-law question on its contract with its own clause taken out and `donor`'s clause
+    sentence planted at a random sentence end, the jurisdiction in it swapped for another (a US state
+    after "State of" or "Commonwealth of", else any state or country). The 34 training contracts give the
+    reader 34 clauses to pick out of their chunks; variants put each in new company and with a new answer,
+    so that it learns to find the clause rather than its training contracts' answers. None when the
+    donor's answer is not in its clause or the host's clause cannot be taken out whole.
+
+    >>> host = Task("h", "Parties agree. This Agreement is governed by Texas law. Fees are due.", "Which law?",
+    ...             ("Texas",), ("This Agreement is governed by Texas law.",), "contract:Governing Law")
+    >>> donor = Task("d", "Intro. The laws of the State of Ohio govern this Agreement. End.", "Which law?",
+    ...              ("Ohio",), ("laws of the State of Ohio govern",), "contract:Governing Law")
+    >>> v = governing_law_variant(host, donor, random.Random(1))
+    >>> v.answers, v.evidence, v.document
+    (('Florida',), ('The laws of the State of Florida govern this Agreement.',), 'Parties agree. The laws of the State of Florida govern this Agreement. Fees are due.')
+    """
+    answer = donor.answers[0]
+    clause = next((e for e in donor.evidence if answer in e), None)
+    if clause is None or len(donor.answers) > 1 or not host.evidence:
+        return None
+    at = donor.document.find(clause)
+    left, right = _sentence_span(donor.document, at, at + len(clause))
+    sentence = " ".join(donor.document[left:right].split())
+    state = re.search(rf"(State|Commonwealth) of (the )?{re.escape(answer)}", sentence, re.IGNORECASE)
+    jurisdiction = rng.choice([j for j in (_US_STATES if state else _US_STATES + _OTHER_JURISDICTIONS) if j != answer])
+    sentence = sentence.replace(answer, jurisdiction)
+    document = host.document
+    for e in host.evidence:
+        a = document.find(e)
+        if a < 0:
+            return None
+        start, end = _sentence_span(document, a, a + len(e))
+        document = document[:start] + document[end:].lstrip(" ")
+    ends = [m.end() for m in _END.finditer(document) if _is_end(document, m)]
+    if not ends:
+        return None
+    p = rng.choice(ends)
+    document = document[:p] + " " + sentence + " " + document[p:].lstrip(" ")  # a blank line's end has no space after
+    return replace(host, id=f"{host.id}+{donor.id.split(':')[0]}:{jurisdiction}", document=document,
+                   answers=(jurisdiction,), evidence=(sentence,))
 
 
 # --- feedback and users' cases ------------------------------------------------------------------

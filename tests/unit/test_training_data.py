@@ -52,3 +52,23 @@ def test_a_source_that_is_empty_or_off_gives_its_share_to_the_others(tmp_path: P
                       tokenizer=None, seed=0)  # fmt: skip
     assert zero.shares() == (1.0, 0.0, 0.0)
     assert {t.kind for t in zero.draw(0, 5)} == {"feedback"}
+
+
+def test_governing_law_variants_take_their_share_and_plant_one_whole_clause() -> None:
+    from training.tasks import oracle_memories
+
+    data = DataConfig(synthetic_kinds=[], contract_categories=["Governing Law"], contract_max_tokens=10**7,
+                      mix_contracts=1.0)  # fmt: skip
+    plain = TaskSource(data, tokenizer=None, seed=0)
+    half = TaskSource(data.model_copy(update={"governing_law_variants": 0.5}), tokenizer=None, seed=0)
+    pairs = [(a, b) for step in range(30) for a, b in zip(plain.draw(step, 8), half.draw(step, 8))]
+    variants = [(a, b) for a, b in pairs if a.id != b.id]
+    assert 0.35 < len(variants) / len(pairs) < 0.65
+    assert all(b.id.startswith(a.id + "+") for a, b in variants)  # same host: the other draws are unchanged
+    assert len({b.answers for _, b in variants}) > 20  # far more answers than the training contracts' dozen
+    for a, b in variants:
+        (clause,) = b.evidence
+        assert b.document.count(clause) == 1 and b.answers[0] in clause
+        assert not any(e in b.document for e in a.evidence if a.answers[0] in e)  # the host's own clause is out
+        assert oracle_memories(b, [b.document]) == [clause]  # a whole sentence: the SFT target is the clause
+    assert half.draw(3, 8) == half.draw(3, 8)  # resumable
