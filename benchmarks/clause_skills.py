@@ -46,9 +46,11 @@ def main() -> None:
         memories = oracle_memories(t, chunks)
         k = next(i for i, m in enumerate(memories) if m != NO_EVIDENCE_MEMORY)
         probes.append(("capture", t, memories[k - 1] if k else NO_EVIDENCE_MEMORY, chunks[k]))
-        probes += [("carry", t, memories[k], chunks[j]) for j in rng.sample(range(k + 1, len(chunks)), min(2, len(chunks) - k - 1))]
+        later = rng.sample(range(k + 1, len(chunks)), min(2, len(chunks) - k - 1))
+        probes += [("carry", t, memories[k], chunks[j]) for j in later]
         probes += [("keep-empty", t, NO_EVIDENCE_MEMORY, chunks[j]) for j in rng.sample(range(k), min(2, k))]
-    outputs = agent.engine.generate(agent.update_messages([(t.question, m, ch) for _, t, m, ch in probes]), c.memory_tokens)
+    messages = agent.update_messages([(t.question, m, ch) for _, t, m, ch in probes])
+    outputs = agent.engine.generate(messages, c.memory_tokens)
     counts: dict[str, list[bool]] = {}
     for (skill, t, _, _), out in zip(probes, outputs):
         ok = out.text.strip() == NO_EVIDENCE_MEMORY if skill == "keep-empty" else t.answers[0].lower() in out.text.lower()
