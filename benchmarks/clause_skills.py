@@ -18,6 +18,7 @@ import argparse
 import random
 from pathlib import Path
 
+from app.settings import Settings
 from inference.agent import AgentConfig, MemoryAgent
 from inference.chunking import split_into_chunks
 from inference.engines.transformers_engine import TransformersEngine
@@ -33,7 +34,7 @@ def main() -> None:
     parser.add_argument("--split", default="held-out", choices=["held-out", "train"])
     args = parser.parse_args()
     c = TrainConfig()
-    model_path = resolve_model_path(BUNDLED, Path.home() / ".cache" / "longread" / "models")
+    model_path = resolve_model_path(BUNDLED, Settings().model_cache_dir)
     model, tokenizer = load_policy(model_path, c.lora_r, c.lora_alpha, 0.0, c.lora_targets, args.adapter, 0)
     agent = MemoryAgent(TransformersEngine.from_model(model, tokenizer),
                         AgentConfig(c.chunk_tokens, c.memory_tokens, c.answer_tokens, c.template_set))  # fmt: skip

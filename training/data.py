@@ -13,6 +13,8 @@ from typing import Any
 from training.config import DataConfig
 from training.tasks import Task, cases_tasks, contract_tasks, feedback_tasks, governing_law_variant, synthetic_tasks
 
+GOVERNING_LAW = "contract:Governing Law"
+
 
 def doc_tokens_at(curriculum: list[tuple[int, int]], step: int) -> int:
     """The synthetic document length for `step` (0-based).
@@ -42,6 +44,7 @@ class TaskSource:
                     self.pool.append(t)
         for path in data.qa_files:
             self.pool += cases_tasks(path)
+        self.clauses = [t for t in self.pool if t.kind == GOVERNING_LAW]  # donors of governing-law variants
         for path in data.feedback:
             self.feedback += feedback_tasks(path, documents)
 
@@ -69,10 +72,9 @@ class TaskSource:
     def _maybe_variant(self, task: Task, step: int, i: int) -> Task:
         """`task`, or at `governing_law_variants` a governing-law variant of it (its own random stream, so that
         configs without variants draw as before)."""
-        if task.kind != "contract:Governing Law" or not self.data.governing_law_variants:
+        if task.kind != GOVERNING_LAW or not self.data.governing_law_variants:
             return task
         rng = random.Random(f"{self.seed}:{step}:{i}:variant")
         if rng.random() >= self.data.governing_law_variants:
             return task
-        donors = [t for t in self.pool if t.kind == task.kind]
-        return governing_law_variant(task, rng.choice(donors), rng) or task
+        return governing_law_variant(task, rng.choice(self.clauses), rng) or task

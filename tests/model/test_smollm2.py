@@ -38,15 +38,14 @@ def test_generation_is_greedy_and_batch_independent(engine):
     assert all(c.completion_tokens <= 24 for c in engine.generate(prompts, 24))
 
 
-def test_a_tokenizer_without_a_pad_token_pads_with_its_end_token(model_path):
+def test_a_tokenizer_without_a_pad_token_pads_with_its_end_token(engine, model_path):
     # transformers 5.17 converts the bundled GGUF without a pad token; a batch of unequal prompts
     # then raised "Asking to pad but the tokenizer does not have a padding token" mid-training.
     from transformers import AutoTokenizer
 
-    base = TransformersEngine(model_path)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     tokenizer.pad_token = None
-    engine = TransformersEngine.from_model(base.model, tokenizer)
+    unpadded = TransformersEngine.from_model(engine.model, tokenizer)
     prompts = ["Name a colour.", "Count from one to five, slowly and in words."]
-    assert [c.text for c in engine.generate(prompts, 16)] == [c.text for c in base.generate(prompts, 16)]
+    assert [c.text for c in unpadded.generate(prompts, 16)] == [c.text for c in engine.generate(prompts, 16)]
     assert tokenizer.pad_token == tokenizer.eos_token
