@@ -33,6 +33,11 @@ class DataConfig(BaseModel):
         description="Length curriculum for synthetic documents: (document tokens, up to which step), in "
         "order; a step past the last bound uses the last length.",
     )
+    facts_per_doc: int = Field(
+        1, ge=1, le=16, description="Questions planted in each synthetic document, each with its look-alike: the "
+        "others' facts are look-alikes too, as in held-out documents of 8K tokens and more (one question per 4K "
+        "tokens, training/evaluate.py), so the reader learns to keep only the asked person's fact.",
+    )
     contracts: bool = Field(True, description="Use the training split of the contracts' expert QA.")
     contract_categories: list[str] = Field(
         [], description="Only these contract question categories (e.g. 'Governing Law'); empty means all."
@@ -109,6 +114,11 @@ class TrainConfig(BaseModel):
     sft_carry: int = Field(
         0, ge=0, description="Extra SFT conversations per sample in which the memory already holds evidence and must "
         "come through a chunk unchanged: what a long document asks of the reader most often.")
+    sft_echoes: int = Field(
+        0, ge=0, description="SFT conversations per sample that start from the question restated without its answer "
+        "(training/tasks.py, question_echo), the reader's commonest stray write: at the chunk that brings the evidence "
+        "(the fact replaces the echo) and at up to this many minus one chunks before it (the echo is dropped). "
+        "The same lesson as `sft_corrections` for that one mistake, without reading the sample first.")
     sft_corrections: int = Field(
         0, ge=0, description="SFT on the policy's own states (DAgger): each step's samples are first read greedily "
         "by the policy, and up to this many conversations per sample where its memory went wrong are trained "

@@ -66,7 +66,8 @@ class TaskSource:
         tasks += [self._maybe_variant(rng.choice(self.pool), step, i) for i, s in enumerate(sources) if s == 1]
         if synthetic := sources.count(2):
             tasks += synthetic_tasks(self.tokenizer, "train", doc_tokens_at(self.data.curriculum, step),
-                                     synthetic, seed=rng.randrange(2**31), kinds=self.data.synthetic_kinds)
+                                     synthetic, seed=rng.randrange(2**31), kinds=self.data.synthetic_kinds,
+                                     facts_per_doc=self.data.facts_per_doc)
         return tasks
 
     def _maybe_variant(self, task: Task, step: int, i: int) -> Task:

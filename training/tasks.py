@@ -660,6 +660,26 @@ def oracle_memories(task: Task, chunk_texts: Sequence[str]) -> list[str]:
     return memories
 
 
+_ASKING = re.compile(r"^(?:in which \w+|what|which|who|whom|where|when|how)\b(?: (?:is|are|was|were|does|do|did)\b)? *",
+                     re.IGNORECASE)
+
+
+def question_echo(question: str) -> str:
+    """The question restated without its answer: the reader's commonest stray write on long documents (7 of
+    16 final memories at 32K after SFT on look-alikes; written at a chunk without any planted fact, then
+    carried past the fact), which `sft_echoes` trains it to replace.
+
+    >>> question_echo("What was Zikbak Gourbrakthoun's ship named?")
+    "Zikbak Gourbrakthoun's ship named."
+    >>> question_echo("In which town does Pokkail Grortirmir keep the spare key?")
+    'Pokkail Grortirmir keep the spare key.'
+    >>> question_echo("What is the ticket number of Zounlul Thousgoukthail?")
+    'The ticket number of Zounlul Thousgoukthail.'
+    """
+    body = _ASKING.sub("", question.strip()).rstrip("?").strip()
+    return body[:1].upper() + body[1:] + "."
+
+
 def corrections(oracle: Sequence[str], policy: Sequence[str], chunk_texts: Sequence[str], limit: int) -> list[int]:
     """Chunks (at most `limit`, earliest first) where the policy's own reading went wrong and the oracle's
     memory can be written from what the policy had: its memory before the chunk and the chunk. Training

@@ -45,7 +45,7 @@ from training.config import TrainConfig
 from training.policy import Row, completion_log_probs, load_policy, micro_batches, pick_device, prompt_ids, \
     reference_log_probs, target_ids
 from training.rollout_server import VLLMRollouts, copy_adapter
-from training.tasks import NO_EVIDENCE_MEMORY, Task, corrections, oracle_answer, oracle_memories, \
+from training.tasks import NO_EVIDENCE_MEMORY, Task, corrections, oracle_answer, oracle_memories, question_echo, \
     with_answer_evidence
 from training.verifier import predicted_answer, reward, score
 
@@ -144,8 +144,8 @@ class Trainer:
     def sft_rows(self, tasks: Sequence[Task], readings: dict[str, list[str]] | None = None) -> list[Row]:
         """Conversations of the oracle readings: every one where the memory gains evidence, `sft_keeps` where
         it must be kept as it is (drawn at random), `sft_carry` more where what it keeps is evidence,
-        and the final answer. Most chunks gain nothing, so training on all of them would spend the CPU
-        on copying. A task without evidence (feedback, QA files) takes its answer's sentence as evidence,
+        `sft_echoes` from an echo of the question up to the first evidence, and the final answer. Most
+        chunks gain nothing, so training on all of them would spend the CPU on copying. A task without evidence (feedback, QA files) takes its answer's sentence as evidence,
         or is left out when the answer is not in its document. `readings` (task id -> the policy's own
         memories) adds up to `sft_corrections` conversations a task where the policy went wrong."""
         rows = []
@@ -161,6 +161,9 @@ class Trainer:
             carries = [k for k in keeps if k not in chosen and previous[k] not in (None, NO_EVIDENCE_MEMORY)]
             chosen += rng.sample(carries, min(self.config.sft_carry, len(carries)))
             conversations = [(previous[k], k) for k in sorted(gains + chosen)]
+            if self.config.sft_echoes and gains:
+                before = rng.sample(range(gains[0]), min(self.config.sft_echoes - 1, gains[0]))
+                conversations += [(question_echo(task.question), k) for k in sorted(before) + gains[:1]]
             policy = (readings or {}).get(task.id)
             if policy and len(policy) == len(chunks):
                 fixes = corrections(memories, policy, chunks, self.config.sft_corrections)

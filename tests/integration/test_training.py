@@ -146,3 +146,11 @@ def test_sft_rows_carry_evidence_and_take_a_feedback_answer_as_evidence(model_pa
     assert len(fixes) > 1 and fact in fixes[-1][0] and len(fixes) < chunks
     trainer.config.sft_corrections = 1  # the first mistake only
     assert targets(trainer.sft_rows([late], {"late": [echo] * chunks}))[2:-1] == [NO_EVIDENCE_MEMORY]
+
+    # sft_echoes: the same lesson from the question's echo, without a reading: dropped before the fact, replaced at it
+    trainer.config.sft_corrections, trainer.config.sft_keeps, trainer.config.sft_echoes = 0, 0, 3
+    rows = trainer.sft_rows([late])
+    restated = "<memory>\nThe vault code of Ada Brill.\n</memory>"  # question_echo's, in the prompt
+    echoed = [(decode(r.prompt_ids), t) for r, t in zip(rows, targets(rows)) if restated in decode(r.prompt_ids)]
+    assert [t for _, t in echoed[:-1]] == [NO_EVIDENCE_MEMORY] * 2 and echoed[-1][1].startswith(fact)
+    assert fact in echoed[-1][0] and len(rows) == 1 + 2 + 1 + 1  # the gain, 2 echoes before it, the echo at it, the answer

@@ -72,3 +72,14 @@ def test_governing_law_variants_take_their_share_and_plant_one_whole_clause() ->
         assert not any(e in b.document for e in a.evidence if a.answers[0] in e)  # the host's own clause is out
         assert oracle_memories(b, [b.document]) == [clause]  # a whole sentence: the SFT target is the clause
     assert half.draw(3, 8) == half.draw(3, 8)  # resumable
+
+
+def test_facts_per_doc_plants_several_questions_in_one_synthetic_document(tokenizer) -> None:  # noqa: ANN001
+    data = DataConfig(synthetic_kinds=["single-needle"], contracts=False, curriculum=[(2048, 10)], facts_per_doc=4)
+    tasks = TaskSource(data, tokenizer, seed=0).draw(0, 4)
+    (document,) = {t.document for t in tasks}  # one document, read for four questions
+    assert len({t.question for t in tasks}) == 4
+    for t in tasks:  # each question's fact is in it, and the other three are its look-alikes
+        assert all(e in document for e in t.evidence) and t.answers[0] in document
+    one = TaskSource(data.model_copy(update={"facts_per_doc": 1}), tokenizer, seed=0).draw(0, 4)
+    assert len({t.document for t in one}) == 4
