@@ -215,14 +215,14 @@ def bench_throughput(app: App, doc_tokens: int, templates: list[str], n: int, ca
     for template in templates:
         alone = [_book_run(app, doc_tokens, template, [q], cache) for q in QUESTIONS[:n]]
         together = _book_run(app, doc_tokens, template, QUESTIONS[:n], cache)
+        tokens = together["doc_tokens"]
         single = None
         for questions, runs in ((1, alone), (n, [together])):
             measured = {k: (sum(r[k] for r in runs) / len(runs) if all(r.get(k) is not None for r in runs) else None)
                         for k in MEASURED}  # fmt: skip
-            doc_tokens = together["doc_tokens"]
-            row = {"template": template, "questions": questions, "runs": len(runs), "doc_tokens": doc_tokens,
-                   **measured, "tokens_per_s": questions * doc_tokens / measured["wall_s"],
-                   "tokens_per_cpu_s": questions * doc_tokens / measured["cpu_s"]}
+            row = {"template": template, "questions": questions, "runs": len(runs), "doc_tokens": tokens,
+                   **measured, "tokens_per_s": questions * tokens / measured["wall_s"],
+                   "tokens_per_cpu_s": questions * tokens / measured["cpu_s"]}
             single = single or row
             row["speedup"] = row["tokens_per_s"] / single["tokens_per_s"]
             row["speedup_cpu"] = row["tokens_per_cpu_s"] / single["tokens_per_cpu_s"]
@@ -309,7 +309,8 @@ def print_tables(results: dict) -> None:
                      "prompt tokens computed", "tokens generated"],
                     [[r["template"], r["questions"], r.get("runs", 1), r["doc_tokens"], num(r["wall_s"]),
                       num(r["tokens_per_s"]), f"{r['speedup']:.2f}x", num(r.get("cpu_s")),
-                      num(r.get("tokens_per_cpu_s"), ".1f"), num(r.get("speedup_cpu"), ".2f", "x"), num(r.get("steal_pct"), unit="%"),
+                      num(r.get("tokens_per_cpu_s"), ".1f"), num(r.get("speedup_cpu"), ".2f", "x"),
+                      num(r.get("steal_pct"), unit="%"),
                       num(r.get("prompt_tokens_computed")), num(r.get("generated_tokens"))]
                      for r in results["throughput"]]))
     if "linear" in results:

@@ -145,7 +145,8 @@ class Trainer:
         """Conversations of the oracle readings: every one where the memory gains evidence, `sft_keeps` where
         it must be kept as it is (drawn at random), `sft_carry` more where what it keeps is evidence,
         `sft_echoes` from an echo of the question up to the first evidence, and the final answer. Most
-        chunks gain nothing, so training on all of them would spend the CPU on copying. A task without evidence (feedback, QA files) takes its answer's sentence as evidence,
+        chunks gain nothing, so training on all of them would spend the CPU on copying. A task without
+        evidence (feedback, QA files) takes its answer's sentence as evidence,
         or is left out when the answer is not in its document. `readings` (task id -> the policy's own
         memories) adds up to `sft_corrections` conversations a task where the policy went wrong."""
         rows = []
