@@ -680,32 +680,38 @@ def question_echo(question: str) -> str:
     return body[:1].upper() + body[1:] + "."
 
 
-def corrections(oracle: Sequence[str], policy: Sequence[str], chunk_texts: Sequence[str], limit: int) -> list[int]:
-    """Chunks (at most `limit`, earliest first) where the policy's own reading went wrong and the oracle's
+def corrections(oracle: Sequence[str], policy: Sequence[str], chunk_texts: Sequence[str], limit: int,
+                rng: random.Random | None = None) -> list[int]:
+    """Chunks (at most `limit`, in reading order) where the policy's own reading went wrong and the oracle's
     memory can be written from what the policy had: its memory before the chunk and the chunk. Training
     on these (the policy's memory in, the oracle's out: DAgger) teaches recovery from the states the
     policy reaches, which oracle traces alone never show it. A line the policy had already lost is not
-    asked for: that would teach it to invent.
+    asked for: that would teach it to invent. Over the limit, captures it missed come first (where the
+    oracle gains a line), then its first mistake, then the others (drawn with `rng`, else earliest
+    first): on a 64-chunk reading an echo written early is wrong at every chunk up to the fact.
 
     >>> chunks = ["Rain fell.", "The code is 42. Dogs bark.", "Cats nap."]
     >>> oracle = [NO_EVIDENCE_MEMORY, "The code is 42.", "The code is 42."]
-    >>> corrections(oracle, ["The code is.", "The code is.", "The code is."], chunks, 5)  # echo, then never captured
-    [0, 1]
-    >>> corrections(oracle, [NO_EVIDENCE_MEMORY, "The code is 42.", "Cats nap."], chunks, 5)  # dropped it at chunk 3
+    >>> echo = ["The code is.", "The code is.", "The code is."]
+    >>> corrections(oracle, echo, chunks, 5), corrections(oracle, echo, chunks, 1)  # echo, then never captured
+    ([0, 1], [1])
+    >>> corrections(oracle, [NO_EVIDENCE_MEMORY, "The code is 42.", "Cats nap."], chunks, 5, random.Random(0))  # dropped
     [2]
     >>> corrections(oracle, [NO_EVIDENCE_MEMORY, "Dogs bark.", "Dogs bark."], chunks, 5)  # chunk 3 cannot restore it
     [1]
     """
-    found = []
+    wrong = []
     for k, (target, chunk) in enumerate(zip(oracle, chunk_texts)):
-        if len(found) == limit:
-            break
         if _squash(policy[k]) == _squash(target):
             continue
         seen = _squash(chunk) + "\n" + (_squash(policy[k - 1]) if k else "")
         if target == NO_EVIDENCE_MEMORY or all(line in seen for line in target.split("\n")):
-            found.append(k)
-    return found
+            wrong.append(k)
+    gains = [k for k in wrong if oracle[k] != (oracle[k - 1] if k else NO_EVIDENCE_MEMORY)]
+    rest = [k for k in wrong if k not in gains]
+    if rng:
+        rest = rest[:1] + rng.sample(rest[1:], len(rest[1:]))
+    return sorted((gains + rest)[:limit])
 
 
 def _squash(text: str) -> str:

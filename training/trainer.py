@@ -167,7 +167,7 @@ class Trainer:
                 conversations += [(question_echo(task.question), k) for k in sorted(before) + gains[:1]]
             policy = (readings or {}).get(task.id)
             if policy and len(policy) == len(chunks):
-                fixes = corrections(memories, policy, chunks, self.config.sft_corrections)
+                fixes = corrections(memories, policy, chunks, self.config.sft_corrections, rng)
                 conversations += [(policy[k - 1] if k else None, k) for k in fixes]
             for memory, k in conversations:
                 (message,) = self.agent.update_messages([(task.question, memory, chunks[k])])

@@ -144,8 +144,8 @@ def test_sft_rows_carry_evidence_and_take_a_feedback_answer_as_evidence(model_pa
     assert fixes and all(echo in prompt for prompt, _ in fixes[1:])  # the first chunk has no memory yet
     assert [t for _, t in fixes[:-1]] == [NO_EVIDENCE_MEMORY] * (len(fixes) - 1) and fixes[-1][1].startswith(fact)
     assert len(fixes) > 1 and fact in fixes[-1][0] and len(fixes) < chunks
-    trainer.config.sft_corrections = 1  # the first mistake only
-    assert targets(trainer.sft_rows([late], {"late": [echo] * chunks}))[2:-1] == [NO_EVIDENCE_MEMORY]
+    trainer.config.sft_corrections = 2  # over the limit: the missed capture, then the first mistake
+    assert targets(trainer.sft_rows([late], {"late": [echo] * chunks}))[2:-1] == [NO_EVIDENCE_MEMORY, fixes[-1][1]]
 
     # sft_echoes: the same lesson from the question's echo, without a reading: dropped before the fact, replaced at it
     trainer.config.sft_corrections, trainer.config.sft_keeps, trainer.config.sft_echoes = 0, 0, 3
