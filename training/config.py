@@ -122,7 +122,8 @@ class TrainConfig(BaseModel):
     sft_corrections: int = Field(
         0, ge=0, description="SFT on the policy's own states (DAgger): each step's samples are first read greedily "
         "by the policy, and up to this many conversations per sample where its memory went wrong are trained "
-        "with its memory in and the oracle's out (recovering from an echoed question or a missed fact). "
+        "with its memory in and the oracle's out (recovering from an echoed question or a missed fact; the "
+        "capture it missed first, then its first mistake, then others at random). "
         "Costs a reading per sample (on the rollout engine); 0 turns it off.")
     # --- GRPO ------------------------------------------------------------------------------------
     samples_per_step: int = Field(4, ge=1, description="Distinct samples (document, question) per RL step.")

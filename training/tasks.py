@@ -700,15 +700,15 @@ def corrections(oracle: Sequence[str], policy: Sequence[str], chunk_texts: Seque
     >>> corrections(oracle, [NO_EVIDENCE_MEMORY, "Dogs bark.", "Dogs bark."], chunks, 5)  # chunk 3 cannot restore it
     [1]
     """
-    wrong = []
+    fixable = []
     for k, (target, chunk) in enumerate(zip(oracle, chunk_texts)):
         if _squash(policy[k]) == _squash(target):
             continue
         seen = _squash(chunk) + "\n" + (_squash(policy[k - 1]) if k else "")
         if target == NO_EVIDENCE_MEMORY or all(line in seen for line in target.split("\n")):
-            wrong.append(k)
-    gains = [k for k in wrong if oracle[k] != (oracle[k - 1] if k else NO_EVIDENCE_MEMORY)]
-    rest = [k for k in wrong if k not in gains]
+            fixable.append(k)
+    gains = [k for k in fixable if oracle[k] != (oracle[k - 1] if k else NO_EVIDENCE_MEMORY)]
+    rest = [k for k in fixable if k not in gains]
     if rng:
         rest = rest[:1] + rng.sample(rest[1:], len(rest[1:]))
     return sorted((gains + rest)[:limit])
