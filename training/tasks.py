@@ -680,6 +680,16 @@ def question_echo(question: str) -> str:
     return body[:1].upper() + body[1:] + "."
 
 
+def evidence_gains(oracle: Sequence[str]) -> list[int]:
+    """Chunks where the oracle's memory gains evidence: it differs from the memory before (the first chunk's,
+    from the empty memory).
+
+    >>> evidence_gains([NO_EVIDENCE_MEMORY, "The code is 42.", "The code is 42.", "The code is 42.\\nIt rained."])
+    [1, 3]
+    """
+    return [k for k, memory in enumerate(oracle) if memory != (oracle[k - 1] if k else NO_EVIDENCE_MEMORY)]
+
+
 def corrections(oracle: Sequence[str], policy: Sequence[str], chunk_texts: Sequence[str], limit: int,
                 rng: random.Random | None = None) -> list[int]:
     """Chunks (at most `limit`, in reading order) where the policy's own reading went wrong and the oracle's
@@ -707,9 +717,9 @@ def corrections(oracle: Sequence[str], policy: Sequence[str], chunk_texts: Seque
         seen = _squash(chunk) + "\n" + (_squash(policy[k - 1]) if k else "")
         if target == NO_EVIDENCE_MEMORY or all(line in seen for line in target.split("\n")):
             fixable.append(k)
-    gains = [k for k in fixable if oracle[k] != (oracle[k - 1] if k else NO_EVIDENCE_MEMORY)]
+    gains = [k for k in evidence_gains(oracle) if k in fixable]
     rest = [k for k in fixable if k not in gains]
-    if rng:
+    if rng is not None:
         rest = rest[:1] + rng.sample(rest[1:], len(rest[1:]))
     return sorted((gains + rest)[:limit])
 

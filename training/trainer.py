@@ -45,8 +45,8 @@ from training.config import TrainConfig
 from training.policy import Row, completion_log_probs, load_policy, micro_batches, pick_device, prompt_ids, \
     reference_log_probs, target_ids
 from training.rollout_server import VLLMRollouts, copy_adapter
-from training.tasks import NO_EVIDENCE_MEMORY, Task, corrections, oracle_answer, oracle_memories, question_echo, \
-    with_answer_evidence
+from training.tasks import NO_EVIDENCE_MEMORY, Task, corrections, evidence_gains, oracle_answer, oracle_memories, \
+    question_echo, with_answer_evidence
 from training.verifier import predicted_answer, reward, score
 
 Draw = Callable[[int, int], list[Task]]  # (step, how many) -> tasks for that step, deterministic
@@ -156,7 +156,7 @@ class Trainer:
                       split_into_chunks(task.document, self.tokenizer, self.config.chunk_tokens)]
             memories = oracle_memories(task, chunks)
             previous: list[str | None] = [None, *memories[:-1]]
-            gains = [k for k in range(len(chunks)) if memories[k] != (previous[k] or NO_EVIDENCE_MEMORY)]
+            gains = evidence_gains(memories)
             keeps = [k for k in range(len(chunks)) if k not in gains]
             chosen = rng.sample(keeps, min(self.config.sft_keeps, len(keeps)))
             carries = [k for k in keeps if k not in chosen and previous[k] not in (None, NO_EVIDENCE_MEMORY)]
