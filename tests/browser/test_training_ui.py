@@ -138,6 +138,9 @@ def test_an_admin_trains_on_browser_feedback_watches_evaluates_and_promotes(page
     _choose(page, "#document", f"#{doc['id']} ")
     page.locator("#readings [role=gridcell]").filter(has_text="Where does the spare key hang?").first.click()
     page.locator("#status").get_by_text("Done").wait_for(timeout=30_000)
+    # The reading's own feedback list loads after it opens; saving before it would let that load
+    # overwrite the "Saved" note on a slow machine (CI's failure of 2026-11-26).
+    page.locator("#feedback-list").get_by_text("No feedback on this answer yet.").wait_for(timeout=30_000)
     page.locator("#verdict").get_by_label("incorrect").check()
     page.locator("#corrected-answer textarea").fill("behind the barometer")
     page.locator("#save-feedback").click()
