@@ -92,8 +92,9 @@ def test_bfloat16_forward_passes_train_float32_weights_to_nearly_the_same_loss(m
                                                                               tmp_path: Path) -> None:
     losses = {}
     for precision in ("float32", "bfloat16"):
-        trainer = Trainer(tiny_config(sft_steps=1, rl_steps=0, precision=precision), tmp_path / precision,
-                          model_path, tiny_tasks)
+        # 2 samples: bfloat16 is emulated, and slow, on a CPU without AVX-512 (8 samples took 410 s in CI)
+        trainer = Trainer(tiny_config(sft_steps=1, rl_steps=0, precision=precision, sft_samples_per_step=2),
+                          tmp_path / precision, model_path, tiny_tasks)
         losses[precision] = trainer.sft_step().metrics["loss"]
         assert trainer.params and all(p.dtype == torch.float32 and p.grad.dtype == torch.float32
                                       for p in trainer.params)
