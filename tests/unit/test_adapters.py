@@ -10,6 +10,7 @@ peft = pytest.importorskip("peft")
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM  # noqa: E402
 
 from inference.adapters import merged_model  # noqa: E402
+from training.interpolate import interpolate_adapters  # noqa: E402
 
 
 @pytest.fixture
@@ -54,6 +55,36 @@ def test_merge_applies_the_adapter_once_and_caches_by_content(tmp_path, base):
 def test_a_folder_without_adapter_is_refused(tmp_path, base):
     with pytest.raises(FileNotFoundError, match="not a peft adapter"):
         merged_model(base, tmp_path, tmp_path / "cache")
+
+
+def test_interpolated_adapter_lies_between_its_ends(tmp_path, base):
+    from safetensors.torch import load_file
+
+    _adapter(base, tmp_path / "start", seed=1)
+    _adapter(base, tmp_path / "end", seed=2)
+    start, end = (load_file(tmp_path / name / "adapter_model.safetensors") for name in ("start", "end"))
+    quarter = interpolate_adapters(tmp_path / "start", tmp_path / "end", 0.25, tmp_path / "quarter")
+    got = load_file(quarter / "adapter_model.safetensors")
+    assert got.keys() == start.keys() and len(got) == 4  # A and B of q_proj and v_proj (one layer)
+    for name, a in start.items():
+        assert not torch.allclose(a, end[name])
+        assert torch.allclose(got[name], 0.75 * a + 0.25 * end[name])
+    # peft loads it as it loads the others; at weight 0 it is the start adapter
+    ids = torch.tensor([[1, 2, 3, 4]])
+    with torch.no_grad():
+        logits = [peft.PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), path)(ids).logits
+                  for path in (tmp_path / "start", interpolate_adapters(tmp_path / "start", tmp_path / "end", 0.0,
+                                                                         tmp_path / "zero"))]  # fmt: skip
+    assert torch.allclose(logits[0], logits[1])
+
+
+def test_adapters_of_different_ranks_are_not_interpolated(tmp_path, base):
+    _adapter(base, tmp_path / "start", seed=1)
+    model = AutoModelForCausalLM.from_pretrained(base)
+    peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=["q_proj", "v_proj"])).save_pretrained(
+        tmp_path / "end")
+    with pytest.raises(ValueError, match="differ in their LoRA configs"):
+        interpolate_adapters(tmp_path / "start", tmp_path / "end", 0.5, tmp_path / "out")
 
 
 @pytest.mark.model

@@ -14,7 +14,7 @@ from training.verifier import exact_match, normalize, reward, sub_em
 
 
 @pytest.mark.parametrize("module", ["training.algorithms", "training.verifier", "training.data", "training.tasks",
-                                    "training.rollout_server"])
+                                    "training.rollout_server", "training.interpolate"])
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0
