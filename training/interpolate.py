@@ -55,7 +55,7 @@ def interpolate_adapters(start: Path, end: Path, weight: float, out: Path) -> Pa
         raise ValueError(f"{start} and {end} differ in their LoRA configs (rank, alpha or target modules)")
     tensors = interpolate(load_file(start / WEIGHTS), load_file(end / WEIGHTS), weight)
     out.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, out / WEIGHTS)
+    save_file(tensors, out / WEIGHTS, metadata={"format": "pt"})  # as peft writes it; transformers checks it
     shutil.copyfile(start / CONFIG, out / CONFIG)
     return out
 
