@@ -91,7 +91,7 @@ class TrainConfig(BaseModel):
     )
     # --- reading ---------------------------------------------------------------------------------
     template_set: str = Field("chunk-first", description="Prompt templates the model learns (inference/templates.py).")
-    chunk_tokens: int = Field(512, ge=16, description="Document tokens per chunk (ship the model with the same).")
+    chunk_tokens: int = Field(512, ge=16, description="Document tokens per chunk in rollouts and traces.")
     memory_tokens: int = Field(128, ge=8, description="Most tokens of each memory the agent writes.")
     answer_tokens: int = Field(32, ge=4, description="Most tokens of the final answer.")
     # --- schedule --------------------------------------------------------------------------------
@@ -191,7 +191,7 @@ PRESETS: dict[str, dict] = {
         data=dict(curriculum=[(28_000, 1_000_000)]),
     ),
     # The embedded default: SmolLM2-135M with LoRA on two CPU cores. Sized so that a step takes
-    # minutes, not hours: 512-token chunks as served, short documents first.
+    # minutes, not hours: 512-token chunks (served with 1024 since 2026-11-27: README), short documents first.
     "small": dict(),
 }
 
