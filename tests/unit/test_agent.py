@@ -109,3 +109,11 @@ def test_a_repeated_line_is_not_passed_to_the_next_chunk(tokenizer):
     (raw,) = engine.generate(agent.update_messages([item]), 20)
     (rewrite,) = agent.update([item])
     assert raw.text == "fact\nfact" and rewrite == dataclasses.replace(raw, text="fact")
+
+
+def test_memory_of_keeps_a_looping_phrase_once_and_leaves_runs_of_digits():
+    looped = "It is in the kitchen of the old, worn-out, and very eccentric" + ", and very eccentric" * 5 + ", and ve"
+    assert memory_of(looped) == "It is in the kitchen of the old, worn-out, and very eccentric"
+    assert memory_of("Code A is 12.\nB, and so on, and so on, and so on. Then C.") == "Code A is 12.\nB, and so on. Then C."
+    assert memory_of("The vault code is 000000000000000000000000.") == "The vault code is 000000000000000000000000."
+    assert memory_of("Twice is no loop, Twice is no loop, fine.") == "Twice is no loop, Twice is no loop, fine."
