@@ -95,8 +95,8 @@ class Settings(BaseSettings):
         "start compiles for minutes)."
     )
     chunk_tokens: int = Field(
-        1024, ge=16, description="Document tokens per chunk; the reader was trained on 512 but reads long "
-        "documents and contracts better with 1024 (README, \"Choosing the defaults\")."
+        1024, ge=16, description="Document tokens per chunk; the reader reads long documents and contracts "
+        "better with 1024 than 512, and its last round was trained at 1024 (README, \"Choosing the defaults\")."
     )
     memory_tokens: int = Field(128, ge=8, description="Most tokens the agent may write as memory.")
     answer_tokens: int = Field(64, ge=8, description="Most tokens of the final answer.")

@@ -61,9 +61,10 @@ def memory_of(output: str) -> str:
     (the same 14 of 32) and cut the tokens it generated for 8 questions on a 4,415-token excerpt by
     32% (README).
 
-    A phrase looping within a line is kept once, with the cut-off copy the token cap left: one question of
-    the throughput benchmark's eight looped ("…, and very eccentric, and very eccentric, …") to the
-    128-token cap at every chunk with the 2026-11-27 reader, and eight questions in lockstep wait for it.
+    A phrase looping within a line is kept once, without the copy the token cap cut off: an SFT round in
+    1024-token chunks (2026-11-27) looped to the 128-token cap on one of the throughput benchmark's open
+    questions ("…, and very eccentric, and very eccentric, …"). What is stored and read at the next chunk
+    is then the sentence; the time is not saved, as that reader looped again there (README, "Speed").
 
     >>> memory_of("The code is 42.\\nThe code is 42. \\n\\nDogs bark.\\nThe code is 42.")
     'The code is 42.\\n\\nDogs bark.'
