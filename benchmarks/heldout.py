@@ -48,17 +48,18 @@ def plot(models: dict[str, dict[str, tuple[int, int]]], png: Path, title: str) -
 
     groups = _groups(models)
     width = 0.8 / len(models)
-    fig, ax = plt.subplots(figsize=(1.6 * len(groups) + 2, 3.6))
+    fig, ax = plt.subplots(figsize=(1.6 * len(groups) + 4, 3.6))
     for i, (name, scores) in enumerate(models.items()):
         xs = [j + (i - (len(models) - 1) / 2) * width for j in range(len(groups))]
         ys = [100 * scores[g][0] / scores[g][1] if g in scores else 0 for g in groups]
         bars = ax.bar(xs, ys, width, label=name)
         ax.bar_label(bars, [f"{y:.0f}" if g in scores else "" for g, y in zip(groups, ys)], fontsize=8)
-    ax.set_xticks(range(len(groups)), [f"{g}\n(n={max(s[g][1] for s in models.values() if g in s)})" for g in groups])
+    ns = [sorted({s[g][1] for s in models.values() if g in s}) for g in groups]
+    ax.set_xticks(range(len(groups)), [f"{g}\n(n={n[0]}{f'–{n[-1]}' if len(n) > 1 else ''})" for g, n in zip(groups, ns)])
     ax.set_ylabel("sub-EM, %")
     ax.set_ylim(0, 100)
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the bars, never over them
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     plt.close(fig)
