@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import math
 from pathlib import Path
 
-ORDER = ["2K", "8K", "32K", "128K"]  # lengths first, in order; contract categories after
+from training.evaluate import parse_lengths
 
 
 def pooled(folders: list[Path]) -> dict[str, tuple[int, int]]:
@@ -25,9 +26,17 @@ def pooled(folders: list[Path]) -> dict[str, tuple[int, int]]:
     return out
 
 
+def _order(group: str) -> tuple[int, float, str]:
+    """Lengths first, shortest first (whole books last of them), then contract categories by name."""
+    try:
+        (tokens,) = parse_lengths(group)
+    except ValueError:  # a contract category
+        return (1, 0, group)
+    return (0, math.inf if tokens is None else tokens, group)
+
+
 def _groups(models: dict[str, dict[str, tuple[int, int]]]) -> list[str]:
-    seen = list(dict.fromkeys(g for scores in models.values() for g in scores))
-    return sorted(seen, key=lambda g: (ORDER.index(g) if g in ORDER else len(ORDER), g))
+    return sorted({g for scores in models.values() for g in scores}, key=_order)
 
 
 def table(models: dict[str, dict[str, tuple[int, int]]]) -> str:

@@ -25,6 +25,8 @@ def test_seeds_add_up_per_group_and_mixed_kinds_count_once(tmp_path):
         "| a | 66.7% (2/3) | 0.0% (0/1) | 100.0% (1/1) |",
         "| b | 25.0% (1/4) | – | – |",
     ]
+    assert table({"c": {"Parties": (1, 1), "book": (0, 1), "16K": (1, 2), "2K": (1, 1)}}).splitlines()[0] == (
+        "| model | 2K | 16K | book | Parties |")
 
 
 def test_main_writes_the_plot_and_refuses_a_glob_that_matches_nothing(tmp_path, capsys):
