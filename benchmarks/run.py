@@ -25,6 +25,7 @@ import os
 import tempfile
 import threading
 import time
+from itertools import zip_longest
 from pathlib import Path
 
 import httpx
@@ -59,7 +60,8 @@ QUESTIONS = [
 
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-MEASURED = ("wall_s", "cpu_s", "steal_pct", "prompt_tokens_computed", "generated_tokens")  # of every run, kept in its row
+#: of every run, kept in its row
+MEASURED = ("wall_s", "cpu_s", "steal_pct", "prompt_tokens_computed", "generated_tokens", "decoding_steps")
 
 
 def cpu_seconds(pid: str) -> float:
@@ -170,8 +172,8 @@ class App:
             return doc.id, doc.text, doc.token_count
 
     def read(self, questions_by_doc: dict[int, list[str]], template_set: str) -> dict:
-        """All questions, on all their documents, in one pass; returns wall time, answers, and the
-        seconds of each batched step."""
+        """All questions, on all their documents, in one pass; returns wall time, answers, the seconds of
+        each batched step, and the tokens each question's memories and answer took to decode."""
         settings = self.settings.model_copy(update={"template_set": template_set})
         url = settings.resolved_database_url
         with session_scope(url) as s:
@@ -190,8 +192,17 @@ class App:
                     raise RuntimeError(f"reading {r.id} ended {r.status.value}: {r.error}")
                 for c in r.checkpoints:
                     steps[c.step] = c.seconds  # one batched call per step: the same for all readings
+            # The pass's decoding steps: readings advance in lockstep, so a step decodes for as long as its
+            # longest memory and the answer call for as long as the longest answer (README, "Speed").
+            memory_tokens = [[c.completion_tokens for c in r.checkpoints] for r in readings]
+            answer_tokens = [len(self.tokenizer(r.final_output or "", add_special_tokens=False)["input_ids"]) + 1
+                             for r in readings]  # + the stop token
+            longest = [max(n for n in step if n is not None) for step in zip_longest(*memory_tokens)]
             return {
                 **measured,
+                "decoding_steps": sum(longest) + max(answer_tokens),
+                "memory_tokens": memory_tokens,
+                "answer_tokens": answer_tokens,
                 "answers": [r.answer for r in readings],
                 "step_seconds": [steps[k] for k in sorted(steps)],
                 "peak_rss_app_mib": app_mib,
@@ -216,6 +227,9 @@ def bench_throughput(app: App, doc_tokens: int, templates: list[str], n: int, ca
         alone = [_book_run(app, doc_tokens, template, [q], cache) for q in QUESTIONS[:n]]
         together = _book_run(app, doc_tokens, template, QUESTIONS[:n], cache)
         tokens = together["doc_tokens"]
+        print(f"  {n} together, tokens of each question's memories and answer:", flush=True)
+        for question, memories, answer in zip(QUESTIONS, together["memory_tokens"], together["answer_tokens"]):
+            print(f"    {question!r}: memories {memories}, answer {answer}", flush=True)
         single = None
         for questions, runs in ((1, alone), (n, [together])):
             measured = {k: (sum(r[k] for r in runs) / len(runs) if all(r.get(k) is not None for r in runs) else None)
@@ -306,12 +320,13 @@ def print_tables(results: dict) -> None:
         print("\n### 1. Throughput: questions reading one document together\n")
         print(table(["template", "questions", "runs", "doc tokens", "wall s (mean)", "doc tok/s (aggregate)",
                      "vs 1 question", "CPU s", "doc tok per CPU s", "vs 1 question (CPU)", "steal",
-                     "prompt tokens computed", "tokens generated"],
+                     "prompt tokens computed", "tokens generated", "decoding steps"],
                     [[r["template"], r["questions"], r.get("runs", 1), r["doc_tokens"], num(r["wall_s"]),
                       num(r["tokens_per_s"]), f"{r['speedup']:.2f}x", num(r.get("cpu_s")),
                       num(r.get("tokens_per_cpu_s"), ".1f"), num(r.get("speedup_cpu"), ".2f", "x"),
                       num(r.get("steal_pct"), unit="%"),
-                      num(r.get("prompt_tokens_computed")), num(r.get("generated_tokens"))]
+                      num(r.get("prompt_tokens_computed")), num(r.get("generated_tokens")),
+                      num(r.get("decoding_steps"))]
                      for r in results["throughput"]]))
     if "linear" in results:
         print("\n### 2. Linear cost\n")
