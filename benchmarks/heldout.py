@@ -13,6 +13,7 @@ import json
 import math
 from pathlib import Path
 
+from benchmarks.run import table as markdown
 from training.evaluate import parse_lengths
 
 
@@ -41,12 +42,10 @@ def _groups(models: dict[str, dict[str, tuple[int, int]]]) -> list[str]:
 
 def table(models: dict[str, dict[str, tuple[int, int]]]) -> str:
     groups = _groups(models)
-    lines = ["| model | " + " | ".join(groups) + " |", "|---|" + "---|" * len(groups)]
-    for name, scores in models.items():
-        cells = [f"{100 * scores[g][0] / scores[g][1]:.1f}% ({scores[g][0]}/{scores[g][1]})" if g in scores else "–"
-                 for g in groups]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return markdown(["model", *groups], [
+        [name, *(f"{100 * scores[g][0] / scores[g][1]:.1f}% ({scores[g][0]}/{scores[g][1]})" if g in scores else "–"
+                 for g in groups)]
+        for name, scores in models.items()])  # fmt: skip
 
 
 def plot(models: dict[str, dict[str, tuple[int, int]]], png: Path, title: str) -> None:

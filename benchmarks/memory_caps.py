@@ -21,10 +21,11 @@ from pathlib import Path
 
 from app.services.llm import close_engines, engine_for
 from app.settings import Settings
-from benchmarks.run import QUESTIONS, book_prefix
+from benchmarks.run import QUESTIONS, book_prefix, table
 from inference.agent import AgentConfig, MemoryAgent
 from training.tasks import contract_tasks
 from training.verifier import sub_em
+
 
 def count(agent: MemoryAgent, name: str, questions: list[str], text: str, golds: list[tuple[str, ...]] | None) -> dict:
     trajectories = agent.read_batch([(q, text) for q in questions])
@@ -58,11 +59,9 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         close_engines()
     print(f"{settings.model}, chunk {settings.chunk_tokens}, memory {settings.memory_tokens}\n")
-    print("| document | questions | memory writes | at the cap | tokens generated / question | right |")
-    print("|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['document']} | {r['questions']} | {r['memory_writes']} | {r['at_cap']} | "
-              f"{r['generated_per_question']:.0f} | {r.get('right', '–')} |")
+    print(table(["document", "questions", "memory writes", "at the cap", "tokens generated / question", "right"],
+                [[r["document"], r["questions"], r["memory_writes"], r["at_cap"], f"{r['generated_per_question']:.0f}",
+                  r.get("right", "–")] for r in rows]))
     print(f"\nall: {sum(r['at_cap'] for r in rows)} of {sum(r['memory_writes'] for r in rows)} memory writes at the cap; "
           f"contracts: {sum(r.get('right', 0) for r in rows)} of {sum(r['questions'] for r in rows[1:])} right")
     if args.out:
