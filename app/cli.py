@@ -748,7 +748,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--n", type=int, default=16, help="synthetic questions per length")
     ev.add_argument("--kinds", default="single-needle",
                     help="synthetic task kinds, comma-separated, or 'all' (single-needle, multi-needle, "
-                    "multi-hop, variable-tracking)")
+                    "multi-hop, variable-tracking); 'absent' asks for a fact the document does not hold (correct: "
+                    "the answer says the document does not say)")
     ev.add_argument("--categories", help="contract question categories, comma-separated (default all), "
                     "e.g. 'Governing Law'")
     ev.add_argument("--suites", default="synthetic,contracts", help="synthetic, contracts, or both")

@@ -42,6 +42,7 @@ from benchmarks.planted_facts import build_documents, load_book, sub_em
 from benchmarks.reference_loop import read_reference
 from inference.agent import extract_boxed
 from inference.chunking import token_starts
+from inference.templates import NO_EVIDENCE_MEMORY
 from inference.vllm_server import group_pids, proc_stat
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -195,8 +196,10 @@ class App:
             # The pass's decoding steps: readings advance in lockstep, so a step decodes for as long as its
             # longest memory and the answer call for as long as the longest answer (README, "Speed").
             memory_tokens = [[c.completion_tokens for c in r.checkpoints] for r in readings]
-            answer_tokens = [len(self.tokenizer(r.final_output or "", add_special_tokens=False)["input_ids"]) + 1
-                             for r in readings]  # + the stop token
+            # + the stop token; none where the reading ended holding nothing (answered without the model)
+            answer_tokens = [0 if r.checkpoints[-1].memory.strip() == NO_EVIDENCE_MEMORY else
+                             len(self.tokenizer(r.final_output or "", add_special_tokens=False)["input_ids"]) + 1
+                             for r in readings]  # fmt: skip
             longest = [max(n for n in step if n is not None) for step in zip_longest(*memory_tokens)]
             return {
                 **measured,

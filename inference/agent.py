@@ -14,7 +14,7 @@ from typing import Sequence
 
 from inference.chunking import Chunk, split_into_chunks
 from inference.engines.base import Completion, Engine
-from inference.templates import NO_MEMORY, get_template_set
+from inference.templates import NO_EVIDENCE_MEMORY, NO_MEMORY, NOT_IN_DOCUMENT, get_template_set
 
 
 @dataclass(frozen=True)
@@ -150,9 +150,17 @@ class MemoryAgent:
         return [replace(c, text=memory_of(c.text)) for c in completions]
 
     def answer(self, items: Sequence[tuple[str, str | None]], temperature: float = 0.0) -> list[Answer]:
-        completions = self.engine.generate(self.final_messages(items), self.config.answer_tokens, temperature)
+        """The answers from the final memories. A reading that ends holding nothing (`NO_EVIDENCE_MEMORY`)
+        answers `NOT_IN_DOCUMENT` without asking the model: whatever it wrote would rest on nothing the
+        reading found. The trained reader invented such answers ("Eleanor", "A,B,C,…,Z" in 57 tokens, which
+        the other questions of a lockstep pass waited for; README, "Speed")."""
+        empty = [(memory or "").strip() == NO_EVIDENCE_MEMORY for _, memory in items]
+        asked = [item for item, nothing in zip(items, empty) if not nothing]
+        completions = iter(self.engine.generate(self.final_messages(asked), self.config.answer_tokens, temperature)
+                           if asked else [])
         answers = []
-        for c in completions:
+        for nothing in empty:
+            c = Completion(f"\\boxed{{{NOT_IN_DOCUMENT}}}", 0, 0) if nothing else next(completions)
             boxed = extract_boxed(c.text)
             answers.append(Answer(boxed if boxed is not None else c.text.strip(), c.text, c))
         return answers

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from inference.templates import TEMPLATE_SETS
 
-Kind = Literal["single-needle", "multi-needle", "multi-hop", "variable-tracking"]
+Kind = Literal["single-needle", "multi-needle", "multi-hop", "variable-tracking", "absent"]
 
 
 class DataConfig(BaseModel):
@@ -26,7 +26,8 @@ class DataConfig(BaseModel):
 
     synthetic_kinds: list[Kind] = Field(
         ["single-needle", "multi-needle", "multi-hop", "variable-tracking"],
-        description="RULER-style tasks planted in the training books; empty for none.",
+        description="RULER-style tasks planted in the training books (`absent`: the fact asked for is not in the "
+        "document, to answer that it does not say); empty for none.",
     )
     curriculum: list[tuple[int, int]] = Field(
         [(1024, 40), (2048, 1_000_000)],

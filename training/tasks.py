@@ -2,7 +2,9 @@
 
 - **synthetic** RULER-style facts planted in real novels (`synthetic_tasks`): single needle, several
   needles of one key, multi-hop (two facts to combine) and variable tracking, each with distractors
-  built from the same template with another entity, so a reader must keep the right one. Entities
+  built from the same template with another entity, so a reader must keep the right one; and `absent`,
+  a question whose fact the document does not hold (only look-alikes about others), which a reader
+  should answer with `NOT_IN_DOCUMENT` rather than invent. Entities
   and values are invented (pseudo-words, long numbers) and checked absent from the book window, so
   the answer is never guessable or findable elsewhere; documents are token-exact and seeded.
 - **contracts** of CUAD with expert answers and `evidence` clauses (`contract_tasks`), and variants of
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Sequence
 
 from inference.chunking import token_starts
+from inference.templates import NO_EVIDENCE_MEMORY, NOT_IN_DOCUMENT
 from training.verifier import normalize
 
 def _data_dir() -> Path:
@@ -56,7 +59,10 @@ HELD_OUT_BOOKS: tuple[str, ...] = ("pg37106",)  # Little Women
 HELD_OUT_CONTRACTS: tuple[str, ...] = tuple(f"cuad-{i:03d}" for i in range(0, 60, 3))
 
 KINDS: tuple[str, ...] = ("single-needle", "multi-needle", "multi-hop", "variable-tracking")
-NO_EVIDENCE_MEMORY = "No relevant information yet."
+#: The question's fact is not in the document: its oracle keeps NO_EVIDENCE_MEMORY throughout and answers
+#: NOT_IN_DOCUMENT. Not among KINDS (the held-out accuracy sets): it measures abstaining, not reading.
+ABSENT = "absent"
+SYNTHETIC_KINDS: tuple[str, ...] = (*KINDS, ABSENT)
 
 #: (doc_tokens, number of tasks) stages, shortest first: a model first learns to keep a fact across
 #: a few chunks, then across many (MemAgent trains at one length and extrapolates; a 135M model
@@ -224,6 +230,10 @@ def _value(inv: _Inventor, kind: str) -> str:
 
 
 def _plant(kind: str, rng: random.Random, inv: _Inventor, distractors: int) -> _Plant:
+    if kind == ABSENT:  # a single needle's look-alikes only: the person asked about is never mentioned
+        statement, question, vkind = rng.choice(_NEEDLES)
+        others = [(statement.format(who=inv.person(), value=_value(inv, vkind)),) for _ in range(max(1, distractors))]
+        return _Plant(kind, question.format(who=inv.person()), (NOT_IN_DOCUMENT,), ((), *others))
     if kind == "single-needle":
         statement, question, vkind = rng.choice(_NEEDLES)
         who, value = inv.person(), _value(inv, vkind)
@@ -257,7 +267,7 @@ def _plant(kind: str, rng: random.Random, inv: _Inventor, distractors: int) -> _
         lines, last, value = chain(rng.randint(1, 2))
         others = [tuple(chain(rng.randint(1, 2))[0]) for _ in range(distractors)]
         return _Plant(kind, f"What is the value of VAR {last}?", (value,), (tuple(lines), *others))
-    raise ValueError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}")
+    raise ValueError(f"unknown kind {kind!r}; choose from {', '.join(SYNTHETIC_KINDS)}")
 
 
 def _insert(window: str, points: Sequence[int], sentences: Sequence[str]) -> str:
@@ -343,8 +353,8 @@ def synthetic_tasks(
     if n < 1 or facts_per_doc < 1:
         raise ValueError("n and facts_per_doc must be at least 1")
     for k in kinds:
-        if k not in KINDS:
-            raise ValueError(f"unknown kind {k!r}; choose from {', '.join(KINDS)}")
+        if k not in SYNTHETIC_KINDS:
+            raise ValueError(f"unknown kind {k!r}; choose from {', '.join(SYNTHETIC_KINDS)}")
     rng = random.Random(f"{seed}:{split}:{doc_tokens}")
     books = split_books(split)
     length = "book" if doc_tokens is None else str(doc_tokens)
@@ -731,13 +741,13 @@ def _squash(text: str) -> str:
 def with_answer_evidence(task: Task) -> Task | None:
     """A task without evidence (feedback, QA files) with its first gold answer found in the document
     as evidence, so that the oracle keeps that answer's sentence; None when no answer occurs in it
-    (an oracle could not say where the answer came from).
+    (an oracle could not say where the answer came from). An `ABSENT` task needs none.
 
     >>> t = Task("t", "Intro. This Agreement is governed by the laws of Nevada. End.", "Which law?", ("Nevada",))
     >>> with_answer_evidence(t).evidence, with_answer_evidence(replace(t, answers=("Ohio",)))
     (('Nevada',), None)
     """
-    if task.evidence:
+    if task.evidence or task.kind == ABSENT:
         return task
     found = next((a for a in task.answers if a and a in task.document), None)
     return replace(task, evidence=(found,)) if found else None

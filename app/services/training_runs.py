@@ -43,8 +43,8 @@ from app.settings import Settings
 from inference.models import READER, READER_ADAPTER, base_of
 from training.config import ConfigError, TrainConfig, make_config
 from training.data import doc_tokens_at
-from training.tasks import (CONTRACTS_DIR, HELD_OUT_CONTRACTS, KINDS, cases_tasks, contract_tasks, count_tokens,
-                            feedback_answer, synthetic_tasks)
+from training.tasks import (CONTRACTS_DIR, HELD_OUT_CONTRACTS, SYNTHETIC_KINDS, cases_tasks, contract_tasks,
+                            count_tokens, feedback_answer, synthetic_tasks)
 
 STATUSES = tuple(s.value for s in RunStatus)
 #: the trainer saves, then stops, between steps once this file exists in the run's folder
@@ -56,6 +56,7 @@ KIND_HELP = {
     "multi-needle": "two or three values of one key planted apart; asks for all of them",
     "multi-hop": "two facts to chain (whose object is in which box, which box is in which town)",
     "variable-tracking": "a chain of assignments (VAR B = VAR A) to follow to a number",
+    "absent": "only look-alikes planted; asks about someone never mentioned (answer: the document does not say)",
 }
 #: Built-in speed of the 2-core development machine (SmolLM2-135M, LoRA), used until this
 #: deployment has finished a run: SFT trains ~200 tokens/s (all threads; 175-198 in the run of
@@ -279,9 +280,10 @@ def _check_selection(settings: Settings, selection: DataSelection) -> None:
     for n in selection.lengths:
         if isinstance(n, bool) or not isinstance(n, int) or not MIN_LENGTH <= n <= MAX_LENGTH:
             raise RunError(f"lengths: {n!r} is not a document length from {MIN_LENGTH} to {MAX_LENGTH:,} tokens")
-    unknown = [k for k in selection.synthetic_kinds if k not in KINDS]
+    unknown = [k for k in selection.synthetic_kinds if k not in SYNTHETIC_KINDS]
     if unknown:
-        raise RunError(f"synthetic_kinds: unknown {', '.join(map(repr, unknown))}; choose from {', '.join(KINDS)}")
+        raise RunError(f"synthetic_kinds: unknown {', '.join(map(repr, unknown))}; "
+                       f"choose from {', '.join(SYNTHETIC_KINDS)}")
     offered = {path for path, _ in _qa_files(settings)}
     for path in selection.qa_files:
         if str(path) not in offered:

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from training.config import make_config
-from training.tasks import NO_EVIDENCE_MEMORY, Task
+from training.tasks import ABSENT, NO_EVIDENCE_MEMORY, NOT_IN_DOCUMENT, Task
 from training.trainer import Trainer
 from training.verifier import reward
 
@@ -155,3 +155,9 @@ def test_sft_rows_carry_evidence_and_take_a_feedback_answer_as_evidence(model_pa
     echoed = [(decode(r.prompt_ids), t) for r, t in zip(rows, targets(rows)) if restated in decode(r.prompt_ids)]
     assert [t for _, t in echoed[:-1]] == [NO_EVIDENCE_MEMORY] * 2 and echoed[-1][1].startswith(fact)
     assert fact in echoed[-1][0] and len(rows) == 1 + 2 + 1 + 1  # the gain, 2 echoes before it, the echo at it, the answer
+
+    # a fact the document does not hold: keeps of the empty memory (no echoes: nothing replaces them), and the
+    # answer that the document does not say; no answer sentence is looked for
+    absent = Task("absent", doc, "What is the vault code of Cy Marl?", (NOT_IN_DOCUMENT,), kind=ABSENT)
+    trainer.config.sft_keeps = 2
+    assert targets(trainer.sft_rows([absent])) == [NO_EVIDENCE_MEMORY] * 2 + [rf"\boxed{{{NOT_IN_DOCUMENT}}}"]

@@ -4,7 +4,7 @@ import re
 import pytest
 
 from inference.agent import AgentConfig, MemoryAgent, extract_boxed, memory_of
-from inference.templates import MEMAGENT, NO_MEMORY
+from inference.templates import MEMAGENT, NO_EVIDENCE_MEMORY, NO_MEMORY, NOT_IN_DOCUMENT
 from tests.fakes import FakeEngine
 
 TEXT = " ".join(f"word{i}" for i in range(300))
@@ -56,6 +56,19 @@ def test_many_questions_share_one_engine_call_per_chunk(tokenizer):
     assert len(engine.calls) == len(agent.chunks(TEXT)) + 1
     assert all(len(messages) == 3 for messages, _ in engine.calls)
     assert [t.answer.answer for t in trajectories] == [f"seen {TEXT.split()[-1]}"] * 3
+
+
+def test_a_reading_that_found_nothing_answers_so_without_asking_the_model(tokenizer):
+    engine = FakeEngine(tokenizer, scripted)
+    agent = MemoryAgent(engine, AgentConfig(chunk_tokens=100, memory_tokens=20, answer_tokens=10))
+    answers = agent.answer([("q1", "seen 7"), ("q2", NO_EVIDENCE_MEMORY + "\n"), ("q3", None), ("q4", "seen 9")])
+    assert [a.answer for a in answers] == ["seen 7", NOT_IN_DOCUMENT, NO_MEMORY, "seen 9"]
+    assert answers[1].output == f"\\boxed{{{NOT_IN_DOCUMENT}}}" and answers[1].completion.completion_tokens == 0
+    (messages, _), = engine.calls  # one call, without the empty memory's prompt
+    assert [_memory(m) for m in messages] == ["seen 7", NO_MEMORY, "seen 9"]
+    assert all(a.completion.completion_tokens > 0 for a in (answers[0], answers[2], answers[3]))
+    engine.calls.clear()
+    assert [a.answer for a in agent.answer([("q", NO_EVIDENCE_MEMORY)])] == [NOT_IN_DOCUMENT] and not engine.calls
 
 
 def test_answer_without_box_falls_back_to_the_whole_output(tokenizer):

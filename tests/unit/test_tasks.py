@@ -10,11 +10,13 @@ import pytest
 
 from inference.chunking import split_into_chunks
 from training.tasks import (
+    ABSENT,
     BOOKS_DIR,
     HELD_OUT_BOOKS,
     HELD_OUT_CONTRACTS,
     KINDS,
     NO_EVIDENCE_MEMORY,
+    NOT_IN_DOCUMENT,
     TRAIN_BOOKS,
     Task,
     cases_tasks,
@@ -93,6 +95,21 @@ def test_distractors_resemble_the_needle(tokenizer, distractors):
     for t in tasks:
         (needle,) = t.evidence
         assert len(re.findall(_skeleton(needle), t.document)) == 1 + distractors
+
+
+def test_absent_tasks_plant_only_look_alikes_and_their_oracle_finds_nothing(tokenizer):
+    tasks = synthetic_tasks(tokenizer, "train", 2048, 6, seed=7, kinds=[ABSENT], distractors=2)
+    for t in tasks:
+        assert t.kind == ABSENT and t.evidence == () and t.answers == (NOT_IN_DOCUMENT,)
+        who = re.search(r"(?:of|to|was|does) ([A-Z]\w+ [A-Z]\w+)", t.question)[1]
+        assert who.split()[1] not in t.document  # the person asked about is never mentioned
+        needle = re.search(r"vault code|spare key|password|ship|ticket number", t.question)[0]
+        assert t.document.count(needle) >= 2  # the two look-alikes, about others
+        chunks = [c.text(t.document) for c in split_into_chunks(t.document, tokenizer, 1024)]
+        assert oracle_memories(t, chunks) == [NO_EVIDENCE_MEMORY] * len(chunks) == [NO_EVIDENCE_MEMORY] * 2
+        assert oracle_answer(t) == r"\boxed{The document does not say.}"
+    with pytest.raises(ValueError, match="absent"):
+        synthetic_tasks(tokenizer, "train", 2048, 1, kinds=["absnet"])
 
 
 def test_facts_of_one_document_share_the_string_object(tokenizer):
