@@ -19,7 +19,7 @@ import random
 from pathlib import Path
 
 from app.settings import Settings
-from inference.agent import AgentConfig, MemoryAgent
+from inference.agent import AgentConfig, MemoryAgent, holds_nothing
 from inference.chunking import split_into_chunks
 from inference.engines.transformers_engine import TransformersEngine
 from inference.models import BUNDLED, READER_ADAPTER, resolve_model_path
@@ -54,7 +54,7 @@ def main() -> None:
     outputs = agent.engine.generate(messages, c.memory_tokens)
     counts: dict[str, list[bool]] = {}
     for (skill, t, _, _), out in zip(probes, outputs):
-        ok = out.text.strip() == NO_EVIDENCE_MEMORY if skill == "keep-empty" else t.answers[0].lower() in out.text.lower()
+        ok = holds_nothing(out.text) if skill == "keep-empty" else t.answers[0].lower() in out.text.lower()
         counts.setdefault(skill, []).append(ok)
         if not ok and skill != "keep-empty":
             print(f"{skill} {t.id} ({t.answers[0]}): {out.text[:100]!r}")

@@ -40,9 +40,8 @@ from app.services.runner import run_readings
 from app.settings import Settings
 from benchmarks.planted_facts import build_documents, load_book, sub_em
 from benchmarks.reference_loop import read_reference
-from inference.agent import extract_boxed
+from inference.agent import extract_boxed, holds_nothing
 from inference.chunking import token_starts
-from inference.templates import NO_EVIDENCE_MEMORY
 from inference.vllm_server import group_pids, proc_stat
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -197,7 +196,7 @@ class App:
             # longest memory and the answer call for as long as the longest answer (README, "Speed").
             memory_tokens = [[c.completion_tokens for c in r.checkpoints] for r in readings]
             # + the stop token; none where the reading ended holding nothing (answered without the model)
-            answer_tokens = [0 if r.checkpoints[-1].memory.strip() == NO_EVIDENCE_MEMORY else
+            answer_tokens = [0 if holds_nothing(r.checkpoints[-1].memory) else
                              len(self.tokenizer(r.final_output or "", add_special_tokens=False)["input_ids"]) + 1
                              for r in readings]  # fmt: skip
             longest = [max(n for n in step if n is not None) for step in zip_longest(*memory_tokens)]

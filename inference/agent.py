@@ -98,6 +98,16 @@ def _unlooped(line: str) -> str:
     return line
 
 
+def holds_nothing(memory: str | None) -> bool:
+    """Whether a memory is the trained reader's empty one (`NO_EVIDENCE_MEMORY`): a reading ending with it
+    is answered `NOT_IN_DOCUMENT` without the model (`MemoryAgent.answer`).
+
+    >>> holds_nothing("No relevant information yet.\\n"), holds_nothing(None), holds_nothing("The code is 42.")
+    (True, False, False)
+    """
+    return (memory or "").strip() == NO_EVIDENCE_MEMORY
+
+
 _BOXED = "\\boxed{"
 
 
@@ -154,7 +164,7 @@ class MemoryAgent:
         answers `NOT_IN_DOCUMENT` without asking the model: whatever it wrote would rest on nothing the
         reading found. The trained reader invented such answers ("Eleanor", "A,B,C,…,Z" in 57 tokens, which
         the other questions of a lockstep pass waited for; README, "Speed")."""
-        empty = [(memory or "").strip() == NO_EVIDENCE_MEMORY for _, memory in items]
+        empty = [holds_nothing(memory) for _, memory in items]
         asked = [item for item, nothing in zip(items, empty) if not nothing]
         completions = iter(self.engine.generate(self.final_messages(asked), self.config.answer_tokens, temperature)
                            if asked else [])
