@@ -399,19 +399,6 @@ def curriculum_tasks(
 
 
 # --- contracts ----------------------------------------------------------------------------------
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")  # fmt: skip
-
-
-def _date_forms(answer: str) -> tuple[str, ...]:
-    """CUAD writes dates as M/D/YY; readers write them out. 10/30/17 -> ('10/30/17', 'October 30, 2017')."""
-    m = re.fullmatch(r"(\d{1,2})/(\d{1,2})/(\d{2}|\d{4})", answer.strip())
-    if not m or not 1 <= int(m[1]) <= 12:
-        return (answer,)
-    year = int(m[3]) if len(m[3]) == 4 else 2000 + int(m[3]) if int(m[3]) < 50 else 1900 + int(m[3])
-    return (answer, f"{_MONTHS[int(m[1]) - 1]} {int(m[2])}, {year}")
-
-
 def contract_ids(split: Split | Literal["all"], contracts_dir: Path = CONTRACTS_DIR) -> list[str]:
     cases = json.loads((Path(contracts_dir) / "cases.json").read_text(encoding="utf-8"))
     ids = [c["id"] for c in cases]
@@ -431,8 +418,8 @@ def contract_tasks(
     tokenizer: Any = None,
 ) -> list[Task]:
     """CUAD questions of the split's contracts (only `categories` if given, e.g. ["Governing Law"]).
-    Evidence clauses that are not verbatim in the text (10 of 595) are dropped; dates also accept
-    their written-out form. `doc_tokens` is counted when a tokenizer is given."""
+    Evidence clauses that are not verbatim in the text (10 of 595) are dropped (a date answer is
+    matched in any form, training/verifier.py). `doc_tokens` is counted when a tokenizer is given."""
     contracts_dir = Path(contracts_dir)
     cases = json.loads((contracts_dir / "cases.json").read_text(encoding="utf-8"))
     wanted = set(contract_ids(split, contracts_dir))
@@ -451,7 +438,7 @@ def contract_tasks(
                 continue
             evidence = tuple(e for e in qa["evidence"] if e and e in document)
             slug = re.sub(r"[^a-z0-9]+", "-", qa["category"].lower()).strip("-")
-            tasks.append(Task(f"{case['id']}:{slug}", document, qa["question"], _date_forms(qa["answer"]), evidence,
+            tasks.append(Task(f"{case['id']}:{slug}", document, qa["question"], (qa["answer"],), evidence,
                               f"contract:{qa['category']}", tokens))  # fmt: skip
     return tasks
 

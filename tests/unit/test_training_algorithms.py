@@ -83,3 +83,16 @@ def test_verifier_rules() -> None:
     assert reward(r"\boxed{State}", ["State of Nevada"], "sub_em") == 0.0
     with pytest.raises(ValueError, match="unknown rule"):
         reward("x", ["x"], "fuzzy")  # type: ignore[arg-type]
+
+
+def test_verifier_compares_dates_as_dates() -> None:
+    # the held-out contracts' answers the reader gave right in another form than CUAD's M/D/YY
+    for written in ("11/19/1999", "November 19, 1999", "Nov. 19th, 1999", "19 November 1999",
+                    "the 19th day of November, 1999"):
+        assert reward(rf"\boxed{{{written}}}", ["11/19/99"], "exact_match") == 1.0, written
+    assert reward(r"\boxed{made on 3/29/1999 by the Company}", ["3/29/99"], "sub_em") == 1.0
+    assert reward(r"\boxed{made on 3/29/1999 by the Company}", ["3/29/99"], "exact_match") == 0.0
+    # as text without punctuation "1/1/16" is "1116", which "11/16/2020" holds; as dates they differ
+    assert reward(r"\boxed{11/16/2020}", ["1/1/16"], "sub_em") == 0.0
+    assert reward(r"\boxed{19/12/18}", ["12/19/18"], "sub_em") == 0.0  # day first is no US date
+    assert reward(r"\boxed{December 19, 2018}", ["[]/[]/2009"], "sub_em") == 0.0  # a partial gold stays text
