@@ -4,8 +4,8 @@ Only the final answer is scored (MemAgent's outcome reward): the content of the 
 when there is one, else the whole output. Two rules on normalised text:
 
 - `exact_match`: the prediction equals one of the gold answers;
-- `sub_em`: a gold answer is contained in the prediction, or the prediction in a gold answer
-  (the evaluation metric of DESIGN.md, forgiving for "the laws of Nevada" against "Nevada").
+- `sub_em`: a gold answer is contained in the prediction (the evaluation metric of DESIGN.md,
+  forgiving for "the laws of Nevada" against "Nevada").
 
 A gold answer that is a date (CUAD writes them M/D/YY) is compared as a date, in whatever form the
 prediction writes it: "April 14th, 2020" answers 4/14/20; as text, punctuation gone, "1/1/16" would be
@@ -47,6 +47,16 @@ _DATE_FORMS = [re.compile(rf"\b{form}\b", re.IGNORECASE) for form in (
 )]  # fmt: skip
 
 
+def _date(m: re.Match[str]) -> date | None:
+    """The date a match of one of `_DATE_FORMS` writes; None for no such day (February 30)."""
+    month = int(m["month"]) if m["month"].isdigit() else _MONTH_NUMBER[m["month"][:3].lower()]
+    year = int(m["year"]) + (0 if len(m["year"]) == 4 else 2000 if int(m["year"]) < 50 else 1900)
+    try:
+        return date(year, month, int(m["day"]))
+    except ValueError:
+        return None
+
+
 def dates_in(text: str) -> list[date]:
     """The calendar dates written in `text`, in the forms contracts and readers use; a two-digit year
     is 20YY below 50, else 19YY.
@@ -56,23 +66,14 @@ def dates_in(text: str) -> list[date]:
     >>> dates_in("13/30/17 or 1116")
     []
     """
-    found = []
-    for form in _DATE_FORMS:
-        for m in form.finditer(text):
-            month = int(m["month"]) if m["month"].isdigit() else _MONTH_NUMBER[m["month"][:3].lower()]
-            year = int(m["year"]) + (0 if len(m["year"]) == 4 else 2000 if int(m["year"]) < 50 else 1900)
-            try:
-                found.append((m.start(), date(year, month, int(m["day"]))))
-            except ValueError:  # no such day
-                pass
-    return [d for _, d in sorted(found)]
+    found = sorted((m.start(), _date(m)) for form in _DATE_FORMS for m in form.finditer(text))
+    return [d for _, d in found if d]
 
 
 def as_date(text: str) -> date | None:
     """The date `text` is, when it is one date and nothing else ("10/30/17", "October 30, 2017.")."""
     text = text.strip().rstrip(".")
-    days = dates_in(text)
-    return days[0] if len(days) == 1 and any(form.fullmatch(text) for form in _DATE_FORMS) else None
+    return next((_date(m) for form in _DATE_FORMS if (m := form.fullmatch(text))), None)
 
 
 def normalize(text: str) -> str:
@@ -105,8 +106,8 @@ def exact_match(prediction: str, golds: Sequence[str]) -> bool:
     >>> exact_match("October 30th, 2017", ["10/30/17"]), exact_match("10/30/17 or 11/1/17", ["10/30/17"])
     (True, False)
     """
-    p = normalize(prediction)
-    return any(as_date(prediction) == day if (day := as_date(g)) else p == normalize(g) for g in golds)
+    p, said = normalize(prediction), as_date(prediction)
+    return any(said == day if (day := as_date(g)) else p == normalize(g) for g in golds)
 
 
 def sub_em(prediction: str, golds: Sequence[str]) -> bool:
