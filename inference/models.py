@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 BUNDLED = "smollm2"
 READER = "smollm2-reader"
@@ -67,7 +67,19 @@ def convert_gguf(gguf: Path, target: Path) -> None:
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
         model.save_pretrained(tmp)
+        end_of_turn_from_config(tokenizer, model.config)
         tokenizer.save_pretrained(tmp)
+
+
+def end_of_turn_from_config(tokenizer: Any, config: Any) -> None:
+    """Give the tokenizer the model config's eos and pad tokens. transformers 5.17 reads the bundled
+    GGUF's tokenizer with eos `<|im_start|>` (its config keeps the GGUF's `<|im_end|>`): the trainer's
+    targets end with the tokenizer's eos, so a reader trained on such a folder learned to stop at a
+    token the engines do not stop at, and ran on into invented turns."""
+    for name in ("eos", "pad"):
+        token_id = getattr(config, f"{name}_token_id", None)
+        if isinstance(token_id, int):
+            setattr(tokenizer, f"{name}_token", tokenizer.convert_ids_to_tokens(token_id))
 
 
 @contextmanager
