@@ -3,9 +3,8 @@
 - **synthetic** RULER-style facts planted in real novels (`synthetic_tasks`): single needle, several
   needles of one key, multi-hop (two facts to combine) and variable tracking, each with distractors
   built from the same template with another entity, so a reader must keep the right one; and `absent`,
-  a question whose fact the document does not hold (only look-alikes about others), which a reader
-  should answer with `NOT_IN_DOCUMENT` rather than invent. Entities
-  and values are invented (pseudo-words, long numbers) and checked absent from the book window, so
+  a question of any of those kinds whose facts the document does not hold (only the look-alikes about
+  others), which a reader should answer with `NOT_IN_DOCUMENT` rather than invent. Entities and values are invented (pseudo-words, long numbers) and checked absent from the book window, so
   the answer is never guessable or findable elsewhere; documents are token-exact and seeded.
 - **contracts** of CUAD with expert answers and `evidence` clauses (`contract_tasks`), and variants of
   their governing-law questions with another contract's clause planted, jurisdiction swapped
@@ -230,10 +229,9 @@ def _value(inv: _Inventor, kind: str) -> str:
 
 
 def _plant(kind: str, rng: random.Random, inv: _Inventor, distractors: int) -> _Plant:
-    if kind == ABSENT:  # a single needle's look-alikes only: the person asked about is never mentioned
-        statement, question, vkind = rng.choice(_NEEDLES)
-        others = [(statement.format(who=inv.person(), value=_value(inv, vkind)),) for _ in range(max(1, distractors))]
-        return _Plant(kind, question.format(who=inv.person()), (NOT_IN_DOCUMENT,), ((), *others))
+    if kind == ABSENT:  # any other kind's question without its evidence: only the look-alikes about others
+        asked = _plant(rng.choice(KINDS), rng, inv, max(1, distractors))
+        return _Plant(kind, asked.question, (NOT_IN_DOCUMENT,), ((), *asked.groups[1:]))
     if kind == "single-needle":
         statement, question, vkind = rng.choice(_NEEDLES)
         who, value = inv.person(), _value(inv, vkind)

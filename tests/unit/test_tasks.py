@@ -98,16 +98,28 @@ def test_distractors_resemble_the_needle(tokenizer, distractors):
 
 
 def test_absent_tasks_plant_only_look_alikes_and_their_oracle_finds_nothing(tokenizer):
-    tasks = synthetic_tasks(tokenizer, "train", 2048, 6, seed=7, kinds=[ABSENT], distractors=2)
+    # Each kind's question, what names its subject, and a phrase that its look-alikes (2 here) plant;
+    # the specific shapes first ("vault codes of X" is also a single needle's "vault code of X").
+    who = r"[A-Z][a-z]+ ([A-Z][a-z]+)"
+    shapes = {"multi-needle": (rf"^What are all \d vault codes of {who}|^Which \d towns did {who}", r"One of the"),
+              "multi-hop": (rf"^In which town is {who}'s", r"The \w+ \w+ is in the town of"),
+              "variable-tracking": (r"^What is the value of (VAR [A-Z]{5})\?", r"VAR [A-Z]{5} = "),
+              "single-needle": (rf"(?:of|to|does) {who}|^What was {who}'s",
+                                r"vault code|spare key|password|ship|ticket number")}
+    tasks = synthetic_tasks(tokenizer, "train", 2048, 16, seed=7, kinds=[ABSENT], distractors=2)
+    seen = set()
     for t in tasks:
         assert t.kind == ABSENT and t.evidence == () and t.answers == (NOT_IN_DOCUMENT,)
-        who = re.search(r"(?:of|to|was|does) ([A-Z]\w+ [A-Z]\w+)", t.question)[1]
-        assert who.split()[1] not in t.document  # the person asked about is never mentioned
-        needle = re.search(r"vault code|spare key|password|ship|ticket number", t.question)[0]
-        assert t.document.count(needle) >= 2  # the two look-alikes, about others
+        kind = next(k for k, (asks, _) in shapes.items() if re.search(asks, t.question))
+        seen.add(kind)
+        asks, plants = shapes[kind]
+        subject = next(g for g in re.search(asks, t.question).groups() if g)
+        assert subject not in t.document  # the person (or variable) asked about is never mentioned
+        assert len(re.findall(plants, t.document)) >= 2  # the look-alikes, about others
         chunks = [c.text(t.document) for c in split_into_chunks(t.document, tokenizer, 1024)]
         assert oracle_memories(t, chunks) == [NO_EVIDENCE_MEMORY] * len(chunks) == [NO_EVIDENCE_MEMORY] * 2
         assert oracle_answer(t) == r"\boxed{The document does not say.}"
+    assert len(seen) >= 3  # the questions of several kinds, not one template
     with pytest.raises(ValueError, match="absent"):
         synthetic_tasks(tokenizer, "train", 2048, 1, kinds=["absnet"])
 
