@@ -13,6 +13,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from inference.models import MODEL_CACHE
+
 
 #: values of LONGREAD_SECRET_KEY that are refused in production (examples people copy)
 PLACEHOLDER_SECRETS = {"change-me", "changeme", "secret", "please-change-me", "change-me-please", "longread",
@@ -49,7 +51,7 @@ class Settings(BaseSettings):
         "otherwise a local Hugging Face model folder.",
     )
     model_cache_dir: Path = Field(
-        Path.home() / ".cache" / "longread" / "models",
+        MODEL_CACHE,
         description="Where the bundled GGUF model is converted once to a safetensors folder.",
     )
     tokenizer: str = Field(

@@ -18,11 +18,10 @@ import argparse
 import random
 from pathlib import Path
 
-from app.settings import Settings
 from inference.agent import AgentConfig, MemoryAgent, holds_nothing
 from inference.chunking import split_into_chunks
 from inference.engines.transformers_engine import TransformersEngine
-from inference.models import BUNDLED, READER_ADAPTER, resolve_model_path
+from inference.models import BUNDLED, MODEL_CACHE, READER_ADAPTER, resolve_model_path
 from training.config import TrainConfig
 from training.policy import load_policy
 from training.tasks import NO_EVIDENCE_MEMORY, contract_tasks, oracle_memories
@@ -34,10 +33,9 @@ def main() -> None:
     parser.add_argument("--split", default="held-out", choices=["held-out", "train"])
     args = parser.parse_args()
     c = TrainConfig()
-    model_path = resolve_model_path(BUNDLED, Settings().model_cache_dir)
+    model_path = resolve_model_path(BUNDLED, MODEL_CACHE)
     model, tokenizer = load_policy(model_path, c.lora_r, c.lora_alpha, 0.0, c.lora_targets, args.adapter, 0)
-    agent = MemoryAgent(TransformersEngine.from_model(model, tokenizer),
-                        AgentConfig(c.chunk_tokens, c.memory_tokens, c.answer_tokens, c.template_set))  # fmt: skip
+    agent = MemoryAgent(TransformersEngine.from_model(model, tokenizer), AgentConfig.of(c))
     rng = random.Random(0)
     probes = []  # (skill, task, memory, chunk)
     for t in contract_tasks(args.split, ["Governing Law"]):

@@ -30,12 +30,11 @@ import time
 from pathlib import Path
 
 from inference.engines.base import Engine
-from inference.models import resolve_model_path
+from inference.models import MODEL_CACHE, resolve_model_path
 from inference.templates import NO_MEMORY, get_template_set
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOKS = ROOT.parent / "shared" / "data" / "books"
-MODEL_CACHE = Path(os.environ.get("LONGREAD_MODEL_CACHE_DIR", Path.home() / ".cache" / "longread" / "models"))
 QUESTIONS = [
     "Who is the narrator's closest friend?",
     "Where does the story begin?",

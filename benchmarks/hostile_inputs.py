@@ -16,10 +16,10 @@ from fastapi.testclient import TestClient
 from app.migrate import upgrade
 from app.settings import Settings
 from app.web import create_app
+from inference.models import MODEL_CACHE
 from tests import docgen
 from tests.hostile import Hostile, hostile_inputs, outcome, told
 
-MODEL_CACHE = Path.home() / ".cache" / "longread" / "models"
 
 
 def upload(client: TestClient, name: str, data: bytes):  # noqa: ANN201

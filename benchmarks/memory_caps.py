@@ -47,8 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     settings = Settings()
     engine = engine_for(settings)
-    agent = MemoryAgent(engine, AgentConfig(settings.chunk_tokens, settings.memory_tokens, settings.answer_tokens,
-                                            settings.template_set))  # fmt: skip
+    agent = MemoryAgent(engine, AgentConfig.of(settings))
     by_contract: dict[str, list] = {}
     for t in contract_tasks("held-out"):
         by_contract.setdefault(t.id.split(":")[0], []).append(t)

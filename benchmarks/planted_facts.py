@@ -23,10 +23,9 @@ from pathlib import Path
 from inference.agent import AgentConfig, MemoryAgent
 from inference.chunking import token_starts
 from inference.engines.transformers_engine import TransformersEngine
-from inference.models import resolve_model_path
+from inference.models import MODEL_CACHE, resolve_model_path
 
 BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
-MODEL_CACHE = Path.home() / ".cache" / "longread" / "models"
 
 # --- planted facts ---------------------------------------------------------------------------
 # Invented names and values, unlikely to occur in the novels, so the fact is the only source.

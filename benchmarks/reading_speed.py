@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 BOOK = Path(__file__).resolve().parents[2] / "shared" / "data" / "books" / "pg84.txt"
-MODEL_CACHE = Path.home() / ".cache" / "longread" / "models"
 
 
 def main() -> None:
@@ -28,7 +27,7 @@ def main() -> None:
     import torch
 
     from inference.engines.transformers_engine import TransformersEngine
-    from inference.models import resolve_model_path
+    from inference.models import MODEL_CACHE, resolve_model_path
     from inference.templates import MEMAGENT
 
     torch.set_num_threads(1)

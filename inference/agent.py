@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Any, Sequence
 
 from inference.chunking import Chunk, split_into_chunks
 from inference.engines.base import Completion, Engine
@@ -29,6 +29,11 @@ class AgentConfig:
             if getattr(self, field) < 1:
                 raise ValueError(f"{field} must be a positive number of tokens")
         get_template_set(self.template_set)
+
+    @classmethod
+    def of(cls, source: Any) -> AgentConfig:
+        """The sizes and template set of anything that carries them: settings, a training config, a reading."""
+        return cls(source.chunk_tokens, source.memory_tokens, source.answer_tokens, source.template_set)
 
 
 @dataclass(frozen=True)

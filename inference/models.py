@@ -18,6 +18,9 @@ BUNDLED = "smollm2"
 READER = "smollm2-reader"
 #: LoRA of the bundled model trained by `longread train` (its provenance: reader/PROVENANCE.md)
 READER_ADAPTER = Path(__file__).resolve().parent / "reader"
+#: Where the bundled model is converted (and the reader merged into it) once: the `model_cache_dir`
+#: setting's default, and what benchmarks and tests use; LONGREAD_MODEL_CACHE_DIR moves it.
+MODEL_CACHE = Path(os.environ.get("LONGREAD_MODEL_CACHE_DIR", Path.home() / ".cache" / "longread" / "models"))
 _BUNDLED_DIR = "SmolLM2-135M-Instruct"
 _GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

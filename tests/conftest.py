@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.settings import Settings
-from inference.models import resolve_model_path
+from inference.models import MODEL_CACHE, resolve_model_path
 
 POSTGRES_ADMIN_URL = os.environ.get("LONGREAD_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("LONGREAD_TEST_REDIS", "redis://127.0.0.1:6379/15")
@@ -33,7 +33,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-MODEL_CACHE = Path(os.environ.get("LONGREAD_MODEL_CACHE_DIR", Path.home() / ".cache" / "longread" / "models"))
 
 
 def _reachable(host: str, port: int) -> bool:

@@ -17,8 +17,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from inference.templates import TEMPLATE_SETS
+from training.tasks import SYNTHETIC_KINDS
 
-Kind = Literal["single-needle", "multi-needle", "multi-hop", "variable-tracking", "absent"]
+Kind = Literal[SYNTHETIC_KINDS]  # type: ignore[valid-type]  # the tuple spreads into Literal's values
 
 
 class DataConfig(BaseModel):

@@ -86,7 +86,7 @@ class Trainer:
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         self.agent = MemoryAgent(
             TransformersEngine.from_model(self.model, self.tokenizer, max_batch=config.rollout_batch),
-            AgentConfig(config.chunk_tokens, config.memory_tokens, config.answer_tokens, config.template_set),
+            AgentConfig.of(config),
         )
         self.rollout_server = rollout_server
         self.step = 0

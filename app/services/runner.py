@@ -178,7 +178,7 @@ def _fail_crashed(s: Session, settings: Settings, candidates: list) -> list:
 
 
 def _agent_config(r: Reading) -> AgentConfig:
-    return AgentConfig(r.chunk_tokens, r.memory_tokens, r.answer_tokens, r.template_set)
+    return AgentConfig.of(r)
 
 
 def run_readings(settings: Settings, reading_ids: list[int] | None = None, engine: Engine | None = None) -> int:
