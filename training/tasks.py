@@ -4,8 +4,9 @@
   needles of one key, multi-hop (two facts to combine) and variable tracking, each with distractors
   built from the same template with another entity, so a reader must keep the right one; and `absent`,
   a question of any of those kinds whose facts the document does not hold (only the look-alikes about
-  others), which a reader should answer with `NOT_IN_DOCUMENT` rather than invent. Entities and values are invented (pseudo-words, long numbers) and checked absent from the book window, so
-  the answer is never guessable or findable elsewhere; documents are token-exact and seeded.
+  others), which a reader should answer with `NOT_IN_DOCUMENT` rather than invent. Entities and values
+  are invented (pseudo-words, long numbers) and checked absent from the book window, so the answer is
+  never guessable or findable elsewhere; documents are token-exact and seeded.
 - **contracts** of CUAD with expert answers and `evidence` clauses (`contract_tasks`), and variants of
   their governing-law questions with another contract's clause planted, jurisdiction swapped
   (`governing_law_variant`).
