@@ -4,7 +4,9 @@
   needles of one key, multi-hop (two facts to combine) and variable tracking, each with distractors
   built from the same template with another entity, so a reader must keep the right one; and `absent`,
   a question of any of those kinds whose facts the document does not hold (only the look-alikes about
-  others), which a reader should answer with `NOT_IN_DOCUMENT` rather than invent. Entities and values
+  others), which a reader should answer with `NOT_IN_DOCUMENT` rather than invent; and `open`, an open question
+  about the story (the weather, what is eaten) asked of a window that never mentions its subject, answered
+  by one planted sentence or by nothing. Entities and values
   are invented (pseudo-words, long numbers) and checked absent from the book window, so the answer is
   never guessable or findable elsewhere; documents are token-exact and seeded.
 - **contracts** of CUAD with expert answers and `evidence` clauses (`contract_tasks`), and variants of
@@ -59,10 +61,15 @@ HELD_OUT_BOOKS: tuple[str, ...] = ("pg37106",)  # Little Women
 HELD_OUT_CONTRACTS: tuple[str, ...] = tuple(f"cuad-{i:03d}" for i in range(0, 60, 3))
 
 KINDS: tuple[str, ...] = ("single-needle", "multi-needle", "multi-hop", "variable-tracking")
+#: An open question about the story (what is eaten, which animals appear), asked of a window that never
+#: mentions its subject: half the time one planted sentence answers it, half the time nothing does and the
+#: task is `ABSENT`. What a user asks of a novel is mostly open; a reader that invents an answer to it
+#: also decodes the invention at every chunk. Not among KINDS: its answers are lessons, not a measure.
+OPEN = "open"
 #: The question's fact is not in the document: its oracle keeps NO_EVIDENCE_MEMORY throughout and answers
 #: NOT_IN_DOCUMENT. Not among KINDS (the held-out accuracy sets): it measures abstaining, not reading.
 ABSENT = "absent"
-SYNTHETIC_KINDS: tuple[str, ...] = (*KINDS, ABSENT)
+SYNTHETIC_KINDS: tuple[str, ...] = (*KINDS, ABSENT, OPEN)
 
 #: (doc_tokens, number of tasks) stages, shortest first: a model first learns to keep a fact across
 #: a few chunks, then across many (MemAgent trains at one length and extrapolates; a 135M model
@@ -206,6 +213,28 @@ _NEEDLES: tuple[tuple[str, str, str], ...] = (
     ("{who}'s ship was named the {value}.", "What was {who}'s ship named?", "word"),
     ("The ticket number of {who} is {value}.", "What is the ticket number of {who}?", "number"),
 )
+# (question, what the window must not mention, the planted answer, value kind). Weather is the subject of
+# the throughput benchmark's one invented memory (benchmarks/run.py asks it of Little Women, held out);
+# the others are subjects none of its eight questions asks about.
+_OPEN: tuple[tuple[str, str, str, str], ...] = (
+    ("What is the weather like?", r"weather|sun|sunny|sunshine|rain|rains|rained|raining|rainy|snow|snowy|snowing|"
+     r"wind|windy|breeze|storm|stormy|clouds?|cloudy|fog|foggy|mist|misty|frost|winter|summer|autumn",
+     "It was raining in {value} on the day {who} arrived.", "town"),
+    ("What does anyone eat?",
+     r"eat|eats|ate|eaten|eating|dine|dined|dinner|breakfast|supper|lunch|meal|food|bread|cake|soup|tea|fruit",
+     "At supper {who} ate a bowl of {value} stew.", "word"),
+    ("Which animals appear?",
+     r"dogs?|horses?|cats?|birds?|cows?|sheep|pigs?|mouse|mice|rats?|animals?|beasts?|fish|hounds?|ponies|pony",
+     "{who} kept a grey pony named {value}.", "word"),
+    ("What music is played?", r"music|piano|songs?|sing|sings|sang|singing|violin|tunes?|played|playing|organ|hymns?",
+     "{who} played a waltz called {value} on the piano.", "word"),
+    ("Who falls ill, and with what?", r"ill|illness|sick|sickness|fever|disease|doctor|cough|health|invalid",
+     "{who} fell ill with {value} fever.", "word"),
+    ("How much money is paid?", r"money|paid|pay|dollars?|pounds?|shillings?|price|cost|costs|cheque",
+     "{who} paid {value} dollars for the room.", "number"),
+    ("Which books or newspapers are read?", r"books?|read|reads|reading|novels?|newspapers?|papers?|poems?",
+     "{who} was reading a novel called {value}.", "word"),
+)
 _MULTI: tuple[tuple[str, str], ...] = (
     ("One of the vault codes of {who} is {value}.", "What are all {k} vault codes of {who}, in the order they appear?"),
     ("One of the towns {who} visited is {value}.", "Which {k} towns did {who} visit, in the order they appear?"),
@@ -221,6 +250,7 @@ class _Plant:
     question: str
     answers: tuple[str, ...]
     groups: tuple[tuple[str, ...], ...]
+    unmentioned: str = ""  # a pattern of words the window must not hold (an open question's subject)
 
 
 def _value(inv: _Inventor, kind: str) -> str:
@@ -233,6 +263,13 @@ def _plant(kind: str, rng: random.Random, inv: _Inventor, distractors: int) -> _
     if kind == ABSENT:  # any other kind's question without its evidence: only the look-alikes about others
         asked = _plant(rng.choice(KINDS), rng, inv, max(1, distractors))
         return _Plant(kind, asked.question, (NOT_IN_DOCUMENT,), ((), *asked.groups[1:]))
+    if kind == OPEN:
+        question, subject, statement, vkind = rng.choice(_OPEN)
+        unmentioned = rf"\b(?:{subject})\b"
+        if rng.random() < 0.5:
+            return _Plant(ABSENT, question, (NOT_IN_DOCUMENT,), ((),), unmentioned)
+        value = _value(inv, vkind)
+        return _Plant(kind, question, (value,), ((statement.format(who=inv.person(), value=value),),), unmentioned)
     if kind == "single-needle":
         statement, question, vkind = rng.choice(_NEEDLES)
         who, value = inv.person(), _value(inv, vkind)
@@ -295,15 +332,21 @@ def _plant_document(
         if span < 16 or span + 64 >= len(starts):
             raise ValueError(f"cannot build a {doc_tokens}-token document from a {len(starts)}-token book "
                              f"with {len(sentences)} planted sentences")  # fmt: skip
-        first = rng.randrange(len(starts) - span - 64)
+        # An open question is asked of the book's opening a quarter of the time: its title page and contents
+        # are where the reader invented an answer from nothing (README, "Speed").
+        opening = any(p.unmentioned for p in plants) and rng.random() < 0.25
+        first = 0 if opening else rng.randrange(len(starts) - span - 64)
 
     def window_of(span: int) -> str:
         end = first + span
         return text[starts[first] : starts[end] if end < len(starts) else len(text)]
 
+    def mentions_a_subject(window: str) -> bool:
+        return any(p.unmentioned and re.search(p.unmentioned, window, re.IGNORECASE) for p in plants)
+
     window = window_of(span)
     plain = normalize(window)
-    if any(normalize(a) in plain for p in plants for a in p.answers):
+    if any(normalize(a) in plain for p in plants for a in p.answers) or mentions_a_subject(window):
         return None
     # Boundaries in the first 95% only, so resizing the window's end never cuts a planted sentence off.
     bounds = [m.end() for m in _SENTENCE_END.finditer(window) if m.end() < 0.95 * len(window)]
@@ -327,7 +370,7 @@ def _plant_document(
         document = _insert(window_of(span), points, ordered)
         n = count_tokens(tokenizer, document)
         if n == doc_tokens:
-            return document, n
+            return None if mentions_a_subject(window_of(span)) else (document, n)
         span += doc_tokens - n
         if first + span >= len(starts):
             return None

@@ -17,6 +17,7 @@ from training.tasks import (
     KINDS,
     NO_EVIDENCE_MEMORY,
     NOT_IN_DOCUMENT,
+    OPEN,
     TRAIN_BOOKS,
     Task,
     cases_tasks,
@@ -30,6 +31,7 @@ from training.tasks import (
     oracle_answer,
     oracle_memories,
     save_tasks,
+    _OPEN,
     synthetic_tasks,
 )
 from training.verifier import normalize
@@ -122,6 +124,23 @@ def test_absent_tasks_plant_only_look_alikes_and_their_oracle_finds_nothing(toke
     assert len(seen) >= 3  # the questions of several kinds, not one template
     with pytest.raises(ValueError, match="absent"):
         synthetic_tasks(tokenizer, "train", 2048, 1, kinds=["absnet"])
+
+
+def test_open_questions_are_asked_of_windows_that_never_mention_their_subject(tokenizer):
+    tasks = synthetic_tasks(tokenizer, "train", 2048, 16, seed=3, kinds=[OPEN])
+    assert {t.kind for t in tasks} == {OPEN, ABSENT}  # both halves turn up in 16
+    assert len({t.question for t in tasks}) >= 4
+    for t in tasks:
+        subject = next(rf"\b(?:{words})\b" for question, words, _, _ in _OPEN if question == t.question)
+        chunks = [c.text(t.document) for c in split_into_chunks(t.document, tokenizer, 1024)]
+        if t.kind == ABSENT:
+            assert not re.search(subject, t.document, re.IGNORECASE)
+            assert oracle_memories(t, chunks) == [NO_EVIDENCE_MEMORY] * 2 and t.answers == (NOT_IN_DOCUMENT,)
+        else:  # the one mention of the subject is the planted sentence that answers it
+            (sentence,) = t.evidence
+            assert [m.group() for m in re.finditer(subject, t.document, re.IGNORECASE)] == \
+                re.findall(subject, sentence, re.IGNORECASE)
+            assert t.answers[0] in sentence and oracle_memories(t, chunks)[-1] == sentence
 
 
 def test_facts_of_one_document_share_the_string_object(tokenizer):
