@@ -213,26 +213,35 @@ _NEEDLES: tuple[tuple[str, str, str], ...] = (
     ("{who}'s ship was named the {value}.", "What was {who}'s ship named?", "word"),
     ("The ticket number of {who} is {value}.", "What is the ticket number of {who}?", "number"),
 )
-# (question, what the window must not mention, the planted answer, value kind). Weather is the subject of
-# the throughput benchmark's one invented memory (benchmarks/run.py asks it of Little Women, held out);
-# the others are subjects none of its eight questions asks about.
-_OPEN: tuple[tuple[str, str, str, str], ...] = (
-    ("What is the weather like?", r"weather|sun|sunny|sunshine|rain|rains|rained|raining|rainy|snow|snowy|snowing|"
-     r"wind|windy|breeze|storm|stormy|clouds?|cloudy|fog|foggy|mist|misty|frost|winter|summer|autumn",
+def _words(alternatives: str) -> re.Pattern:
+    return re.compile(rf"\b(?:{alternatives})\b", re.IGNORECASE)
+
+
+# (question, the words of its subject, which the window must not hold, the planted answer, value kind).
+# Weather is the subject of the throughput benchmark's one invented memory (benchmarks/run.py asks it of
+# Little Women, held out); the others are subjects none of its eight questions asks about.
+_OPEN: tuple[tuple[str, re.Pattern, str, str], ...] = (
+    ("What is the weather like?",
+     _words(r"weather|sun|sunny|sunshine|rain|rains|rained|raining|rainy|snow|snowy|snowing|"
+            r"wind|windy|breeze|storm|stormy|clouds?|cloudy|fog|foggy|mist|misty|frost|winter|summer|autumn"),
      "It was raining in {value} on the day {who} arrived.", "town"),
     ("What does anyone eat?",
-     r"eat|eats|ate|eaten|eating|dine|dined|dinner|breakfast|supper|lunch|meal|food|bread|cake|soup|tea|fruit",
+     _words(r"eat|eats|ate|eaten|eating|dine|dined|dinner|breakfast|supper|lunch|meal|food|bread|cake|soup|tea|fruit"),
      "At supper {who} ate a bowl of {value} stew.", "word"),
     ("Which animals appear?",
-     r"dogs?|horses?|cats?|birds?|cows?|sheep|pigs?|mouse|mice|rats?|animals?|beasts?|fish|hounds?|ponies|pony",
+     _words(r"dogs?|horses?|cats?|birds?|cows?|sheep|pigs?|mouse|mice|rats?|animals?|beasts?|fish|hounds?|ponies|pony"),
      "{who} kept a grey pony named {value}.", "word"),
-    ("What music is played?", r"music|piano|songs?|sing|sings|sang|singing|violin|tunes?|played|playing|organ|hymns?",
+    ("What music is played?",
+     _words(r"music|piano|songs?|sing|sings|sang|singing|violin|tunes?|played|playing|organ|hymns?"),
      "{who} played a waltz called {value} on the piano.", "word"),
-    ("Who falls ill, and with what?", r"ill|illness|sick|sickness|fever|disease|doctor|cough|health|invalid",
+    ("Who falls ill, and with what?",
+     _words(r"ill|illness|sick|sickness|fever|disease|doctor|cough|health|invalid"),
      "{who} fell ill with {value} fever.", "word"),
-    ("How much money is paid?", r"money|paid|pay|dollars?|pounds?|shillings?|price|cost|costs|cheque",
+    ("How much money is paid?",
+     _words(r"money|paid|pay|dollars?|pounds?|shillings?|price|cost|costs|cheque"),
      "{who} paid {value} dollars for the room.", "number"),
-    ("Which books or newspapers are read?", r"books?|read|reads|reading|novels?|newspapers?|papers?|poems?",
+    ("Which books or newspapers are read?",
+     _words(r"books?|read|reads|reading|novels?|newspapers?|papers?|poems?"),
      "{who} was reading a novel called {value}.", "word"),
 )
 _MULTI: tuple[tuple[str, str], ...] = (
@@ -250,7 +259,7 @@ class _Plant:
     question: str
     answers: tuple[str, ...]
     groups: tuple[tuple[str, ...], ...]
-    unmentioned: str = ""  # a pattern of words the window must not hold (an open question's subject)
+    unmentioned: re.Pattern | None = None  # words the window must not hold (an open question's subject)
 
 
 def _value(inv: _Inventor, kind: str) -> str:
@@ -264,8 +273,7 @@ def _plant(kind: str, rng: random.Random, inv: _Inventor, distractors: int) -> _
         asked = _plant(rng.choice(KINDS), rng, inv, max(1, distractors))
         return _Plant(kind, asked.question, (NOT_IN_DOCUMENT,), ((), *asked.groups[1:]))
     if kind == OPEN:
-        question, subject, statement, vkind = rng.choice(_OPEN)
-        unmentioned = rf"\b(?:{subject})\b"
+        question, unmentioned, statement, vkind = rng.choice(_OPEN)
         if rng.random() < 0.5:
             return _Plant(ABSENT, question, (NOT_IN_DOCUMENT,), ((),), unmentioned)
         value = _value(inv, vkind)
@@ -342,7 +350,7 @@ def _plant_document(
         return text[starts[first] : starts[end] if end < len(starts) else len(text)]
 
     def mentions_a_subject(window: str) -> bool:
-        return any(p.unmentioned and re.search(p.unmentioned, window, re.IGNORECASE) for p in plants)
+        return any(p.unmentioned and p.unmentioned.search(window) for p in plants)
 
     window = window_of(span)
     plain = normalize(window)

@@ -131,15 +131,14 @@ def test_open_questions_are_asked_of_windows_that_never_mention_their_subject(to
     assert {t.kind for t in tasks} == {OPEN, ABSENT}  # both halves turn up in 16
     assert len({t.question for t in tasks}) >= 4
     for t in tasks:
-        subject = next(rf"\b(?:{words})\b" for question, words, _, _ in _OPEN if question == t.question)
+        subject = next(words for question, words, _, _ in _OPEN if question == t.question)
         chunks = [c.text(t.document) for c in split_into_chunks(t.document, tokenizer, 1024)]
         if t.kind == ABSENT:
-            assert not re.search(subject, t.document, re.IGNORECASE)
+            assert not subject.search(t.document)
             assert oracle_memories(t, chunks) == [NO_EVIDENCE_MEMORY] * 2 and t.answers == (NOT_IN_DOCUMENT,)
         else:  # the one mention of the subject is the planted sentence that answers it
             (sentence,) = t.evidence
-            assert [m.group() for m in re.finditer(subject, t.document, re.IGNORECASE)] == \
-                re.findall(subject, sentence, re.IGNORECASE)
+            assert subject.findall(t.document) == subject.findall(sentence)
             assert t.answers[0] in sentence and oracle_memories(t, chunks)[-1] == sentence
 
 

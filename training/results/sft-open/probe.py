@@ -25,19 +25,13 @@ for adapter in sys.argv[1:]:
     agent = MemoryAgent(engine, AgentConfig(chunk_tokens=1024, memory_tokens=128, answer_tokens=64,
                                             template_set="chunk-first"))
     document = book_prefix(engine.tokenizer, 4096)
-    chunks = [c.text(document) for c in agent.chunks(document)]
-    (weather,) = agent.update_messages([(QUESTIONS[4], None, chunks[0])])
+    readings = agent.read_batch([(q, document) for q in QUESTIONS])
+    weather = readings[QUESTIONS.index("What is the weather like when the story begins?")].messages[0]  # chunk 1
     with torch.no_grad():
         p = torch.softmax(engine.model(torch.tensor([prompt_ids(engine.tokenizer, weather)])).logits[0, -1], -1)
     top = torch.topk(p, 5)
-    memories: list[list] = [[] for _ in QUESTIONS]
-    held = [None] * len(QUESTIONS)
-    for chunk in chunks:
-        written = agent.update([(q, m, chunk) for q, m in zip(QUESTIONS, held)])
-        held = [c.text for c in written]
-        for i, c in enumerate(written):
-            memories[i].append([c.text, c.completion_tokens])
     print(json.dumps({"adapter": adapter,
                       "weather_first_token": [(engine.tokenizer.decode([int(i)]), round(v.item(), 3))
                                               for v, i in zip(top.values, top.indices)],
-                      "memories_and_tokens": dict(zip(QUESTIONS, memories))}, indent=1), flush=True)
+                      "memories_and_tokens": {r.problem: [[c.text, c.completion_tokens] for c in r.completions[:-1]]
+                                              for r in readings}}, indent=1), flush=True)
