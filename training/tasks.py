@@ -340,9 +340,10 @@ def _plant_document(
         if span < 16 or span + 64 >= len(starts):
             raise ValueError(f"cannot build a {doc_tokens}-token document from a {len(starts)}-token book "
                              f"with {len(sentences)} planted sentences")  # fmt: skip
-        # An open question is asked of the book's opening a quarter of the time: its title page and contents
-        # are where the reader invented an answer from nothing (README, "Speed").
-        opening = any(p.unmentioned for p in plants) and rng.random() < 0.25
+        # An open question the document does not answer is asked of the book's opening half the time: its
+        # title page and contents are where the reader invented an answer from nothing (README, "Speed").
+        # Never one that a planted sentence answers: with those, the reader learnt to copy the title.
+        opening = any(p.unmentioned and p.kind == ABSENT for p in plants) and rng.random() < 0.5
         first = 0 if opening else rng.randrange(len(starts) - span - 64)
 
     def window_of(span: int) -> str:

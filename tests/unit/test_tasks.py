@@ -130,6 +130,9 @@ def test_open_questions_are_asked_of_windows_that_never_mention_their_subject(to
     tasks = synthetic_tasks(tokenizer, "train", 2048, 16, seed=3, kinds=[OPEN])
     assert {t.kind for t in tasks} == {OPEN, ABSENT}  # both halves turn up in 16
     assert len({t.question for t in tasks}) >= 4
+    openings = [load_book(BOOKS_DIR / f"{b}.txt")[:200] for b in TRAIN_BOOKS]
+    at_opening = [t for t in tasks if t.document.startswith(tuple(openings))]
+    assert at_opening and all(t.kind == ABSENT for t in at_opening)  # only questions it does not answer
     for t in tasks:
         subject = next(words for question, words, _, _ in _OPEN if question == t.question)
         chunks = [c.text(t.document) for c in split_into_chunks(t.document, tokenizer, 1024)]
