@@ -63,8 +63,10 @@ HELD_OUT_CONTRACTS: tuple[str, ...] = tuple(f"cuad-{i:03d}" for i in range(0, 60
 KINDS: tuple[str, ...] = ("single-needle", "multi-needle", "multi-hop", "variable-tracking")
 #: An open question about the story (what is eaten, which animals appear), asked of a window that never
 #: mentions its subject: half the time one planted sentence answers it, half the time nothing does and the
-#: task is `ABSENT`. What a user asks of a novel is mostly open; a reader that invents an answer to it
-#: also decodes the invention at every chunk. Not among KINDS: its answers are lessons, not a measure.
+#: task is `ABSENT`. A planted answer comes with its twin, the same window without the sentence (`ABSENT`),
+#: so that what tells writing from keeping nothing is the sentence, not the window (or a title page).
+#: What a user asks of a novel is mostly open; a reader that invents an answer to it also decodes the
+#: invention at every chunk. Not among KINDS: its answers are lessons, not a measure.
 OPEN = "open"
 #: The question's fact is not in the document: its oracle keeps NO_EVIDENCE_MEMORY throughout and answers
 #: NOT_IN_DOCUMENT. Not among KINDS (the held-out accuracy sets): it measures abstaining, not reading.
@@ -429,8 +431,12 @@ def synthetic_tasks(
         for j, p in enumerate(plants):
             tasks.append(Task(f"syn-{split}-{length}-s{seed}-d{doc_index}-q{j}", document, p.question, p.answers,
                               p.groups[0], p.kind, tokens))  # fmt: skip
+        if len(plants) == 1 and plants[0].kind == OPEN:  # its twin, one sentence shorter
+            twin = document.replace(" " + plants[0].groups[0][0], "", 1)
+            tasks.append(Task(f"syn-{split}-{length}-s{seed}-d{doc_index}-twin", twin, plants[0].question,
+                              (NOT_IN_DOCUMENT,), (), ABSENT, count_tokens(tokenizer, twin)))  # fmt: skip
         doc_index += 1
-    return tasks
+    return tasks[:n]
 
 
 def curriculum_tasks(

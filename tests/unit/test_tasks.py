@@ -143,6 +143,11 @@ def test_open_questions_are_asked_of_windows_that_never_mention_their_subject(to
             (sentence,) = t.evidence
             assert subject.findall(t.document) == subject.findall(sentence)
             assert t.answers[0] in sentence and oracle_memories(t, chunks)[-1] == sentence
+            twin = tasks[tasks.index(t) + 1:][:1]  # the same window without the sentence (unless cut at n)
+            assert twin or t is tasks[-1]
+            for w in twin:
+                assert w.kind == ABSENT and w.question == t.question
+                assert w.document == t.document.replace(" " + sentence, "", 1) != t.document
 
 
 def test_facts_of_one_document_share_the_string_object(tokenizer):
