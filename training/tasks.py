@@ -344,7 +344,7 @@ def _plant_document(
                              f"with {len(sentences)} planted sentences")  # fmt: skip
         # An open question the document does not answer is asked of the book's opening half the time: its
         # title page and contents are where the reader invented an answer from nothing (README, "Speed").
-        # Never one that a planted sentence answers: with those, the reader learnt to copy the title.
+        # Not one a planted sentence answers: the openings are for keeping nothing.
         opening = any(p.unmentioned and p.kind == ABSENT for p in plants) and rng.random() < 0.5
         first = 0 if opening else rng.randrange(len(starts) - span - 64)
 
