@@ -215,6 +215,8 @@ _NEEDLES: tuple[tuple[str, str, str], ...] = (
     ("{who}'s ship was named the {value}.", "What was {who}'s ship named?", "word"),
     ("The ticket number of {who} is {value}.", "What is the ticket number of {who}?", "number"),
 )
+
+
 def _words(alternatives: str) -> re.Pattern:
     return re.compile(rf"\b(?:{alternatives})\b", re.IGNORECASE)
 

@@ -133,7 +133,7 @@ def test_open_questions_are_asked_of_windows_that_never_mention_their_subject(to
     openings = [load_book(BOOKS_DIR / f"{b}.txt")[:200] for b in TRAIN_BOOKS]
     at_opening = [t for t in tasks if t.document.startswith(tuple(openings))]
     assert at_opening and all(t.kind == ABSENT for t in at_opening)  # only questions it does not answer
-    for t in tasks:
+    for i, t in enumerate(tasks):
         subject = next(words for question, words, _, _ in _OPEN if question == t.question)
         chunks = [c.text(t.document) for c in split_into_chunks(t.document, tokenizer, 1024)]
         if t.kind == ABSENT:
@@ -143,7 +143,7 @@ def test_open_questions_are_asked_of_windows_that_never_mention_their_subject(to
             (sentence,) = t.evidence
             assert subject.findall(t.document) == subject.findall(sentence)
             assert t.answers[0] in sentence and oracle_memories(t, chunks)[-1] == sentence
-            twin = tasks[tasks.index(t) + 1:][:1]  # the same window without the sentence (unless cut at n)
+            twin = tasks[i + 1 : i + 2]  # the same window without the sentence (unless cut at n)
             assert twin or t is tasks[-1]
             for w in twin:
                 assert w.kind == ABSENT and w.question == t.question
