@@ -206,6 +206,7 @@ class App:
                 "memory_tokens": memory_tokens,
                 "answer_tokens": answer_tokens,
                 "answers": [r.answer for r in readings],
+                "final_memories": [r.checkpoints[-1].memory for r in readings],
                 "step_seconds": [steps[k] for k in sorted(steps)],
                 "peak_rss_app_mib": app_mib,
                 "peak_rss_server_mib": server_mib,
@@ -239,6 +240,9 @@ def bench_throughput(app: App, doc_tokens: int, templates: list[str], n: int, ca
             row = {"template": template, "questions": questions, "runs": len(runs), "doc_tokens": tokens,
                    **measured, "tokens_per_s": questions * tokens / measured["wall_s"],
                    "tokens_per_cpu_s": questions * tokens / measured["cpu_s"]}
+            if questions == n:  # what the reader kept and answered: a short memory is only worth it if it is right
+                row["read"] = [{"question": q, "final_memory": m, "answer": a}
+                               for q, m, a in zip(QUESTIONS, together["final_memories"], together["answers"])]
             single = single or row
             row["speedup"] = row["tokens_per_s"] / single["tokens_per_s"]
             row["speedup_cpu"] = row["tokens_per_cpu_s"] / single["tokens_per_cpu_s"]
