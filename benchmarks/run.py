@@ -195,10 +195,11 @@ class App:
             # The pass's decoding steps: readings advance in lockstep, so a step decodes for as long as its
             # longest memory and the answer call for as long as the longest answer (README, "Speed").
             memory_tokens = [[c.completion_tokens for c in r.checkpoints] for r in readings]
+            final_memories = [r.checkpoints[-1].memory for r in readings]
             # + the stop token; none where the reading ended holding nothing (answered without the model)
-            answer_tokens = [0 if holds_nothing(r.checkpoints[-1].memory) else
+            answer_tokens = [0 if holds_nothing(memory) else
                              len(self.tokenizer(r.final_output or "", add_special_tokens=False)["input_ids"]) + 1
-                             for r in readings]  # fmt: skip
+                             for r, memory in zip(readings, final_memories)]  # fmt: skip
             longest = [max(n for n in step if n is not None) for step in zip_longest(*memory_tokens)]
             return {
                 **measured,
@@ -206,7 +207,7 @@ class App:
                 "memory_tokens": memory_tokens,
                 "answer_tokens": answer_tokens,
                 "answers": [r.answer for r in readings],
-                "final_memories": [r.checkpoints[-1].memory for r in readings],
+                "final_memories": final_memories,
                 "step_seconds": [steps[k] for k in sorted(steps)],
                 "peak_rss_app_mib": app_mib,
                 "peak_rss_server_mib": server_mib,
