@@ -1,4 +1,4 @@
-"""Advantage, loss, KL and verifier against values computed by hand; doctests of training/."""
+"""Advantage, loss and KL against values computed by hand; doctests of training/ (the verifier: test_verifier.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from training.algorithms import clipped_policy_loss, group_advantages, informative_groups, k3_kl, token_log_probs
-from training.verifier import exact_match, normalize, reward, sub_em
 
 
 @pytest.mark.parametrize("module", ["training.algorithms", "training.verifier", "training.data", "training.tasks",
@@ -69,30 +68,3 @@ def test_token_log_probs_by_hand() -> None:
     logits = torch.tensor([[0.0, math.log(3.0)], [math.log(3.0), 0.0]])
     lp = token_log_probs(logits, torch.tensor([1, 1]))
     assert torch.allclose(lp, torch.log(torch.tensor([0.75, 0.25])))
-
-
-def test_verifier_rules() -> None:
-    assert normalize("The  Laws of the State of NEVADA.") == "laws of state of nevada"
-    assert sub_em("laws of the State of Nevada", ["Nevada"]) and not exact_match("laws of Nevada", ["Nevada"])
-    assert reward(r"memory says \boxed{Nevada}", ["nevada"], "exact_match") == 1.0
-    # only the last boxed answer counts
-    assert reward(r"\boxed{Nevada} no, \boxed{Texas}", ["Nevada"], "sub_em") == 0.0
-    assert reward("no idea", ["Nevada"], "sub_em") == 0.0
-    # a partial answer earns nothing: one of two codes, or a word of the gold (RL would learn to give them)
-    assert reward(r"\boxed{9484490}", ["1635316, 9484490"], "sub_em") == 0.0
-    assert reward(r"\boxed{State}", ["State of Nevada"], "sub_em") == 0.0
-    with pytest.raises(ValueError, match="unknown rule"):
-        reward("x", ["x"], "fuzzy")  # type: ignore[arg-type]
-
-
-def test_verifier_compares_dates_as_dates() -> None:
-    # the held-out contracts' answers the reader gave right in another form than CUAD's M/D/YY
-    for written in ("11/19/1999", "November 19, 1999", "Nov. 19th, 1999", "19 November 1999",
-                    "the 19th day of November, 1999"):
-        assert reward(rf"\boxed{{{written}}}", ["11/19/99"], "exact_match") == 1.0, written
-    assert reward(r"\boxed{made on 3/29/1999 by the Company}", ["3/29/99"], "sub_em") == 1.0
-    assert reward(r"\boxed{made on 3/29/1999 by the Company}", ["3/29/99"], "exact_match") == 0.0
-    # as text without punctuation "1/1/16" is "1116", which "11/16/2020" holds; as dates they differ
-    assert reward(r"\boxed{11/16/2020}", ["1/1/16"], "sub_em") == 0.0
-    assert reward(r"\boxed{19/12/18}", ["12/19/18"], "sub_em") == 0.0  # day first is no US date
-    assert reward(r"\boxed{December 19, 2018}", ["[]/[]/2009"], "sub_em") == 0.0  # a partial gold stays text
