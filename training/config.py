@@ -145,7 +145,9 @@ class TrainConfig(BaseModel):
     eps_high: float = Field(0.28, gt=0, description="Upper clip range (DAPO's clip-higher: 0.28; PPO: 0.2).")
     updates_per_batch: int = Field(1, ge=1, description="Optimizer passes over each batch of rollouts (>1 makes clipping active).")
     kl_coef: float = Field(0.0, ge=0.0, description="β of the k3 KL to the reference (LoRA: the base with adapters off); 0 skips it.")
-    reward_rule: Literal["exact_match", "sub_em"] = Field("sub_em", description="How the final answer is scored.")
+    reward_rule: Literal["exact_match", "sub_em"] = Field(
+        "sub_em", description="How the final answer is scored: `sub_em`, the strict rules of training/verifier.py "
+        "that the evaluation reports, or `exact_match`.")
     # --- bookkeeping -----------------------------------------------------------------------------
     seed: int = Field(0, description="Seeds the data order, the sampling and the adapters' initialisation.")
     save_every: int = Field(10, ge=1, description="Save adapter, optimizer and data position every this many steps.")

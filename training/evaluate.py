@@ -1,7 +1,8 @@
 """Evaluation: read tasks with a memory agent in batched passes and score the final answers.
 
 Reported per document length (held-out synthetic facts planted in a novel no training task reads)
-and per question category (held-out contracts), as sub-EM and exact match (training/verifier.py),
+and per question category (held-out contracts), as strict sub-EM and exact match (training/verifier.py, the
+rules the RL reward pays by) and, for a Parties question, the fraction of its parties named,
 with aggregate reading speed, as a Markdown table, a PNG plot and a JSON file of every case.
 Any model is evaluated the same way: the caller hands over a `MemoryAgent` on whatever engine
 (in-process base, merged adapter, served model), so numbers are comparable across models.
@@ -23,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 from inference.agent import MemoryAgent
 from training.tasks import Task, contract_tasks, synthetic_tasks
-from training.verifier import exact_match, sub_em
+from training.verifier import answer_kind, exact_match, party_recall, sub_em
 
 DEFAULT_LENGTHS: tuple[int | None, ...] = (2048, 8192, 32768, 131072, None)  # None: the whole book
 
@@ -42,6 +43,12 @@ class CaseResult:
     exact_match: bool
     final_memory: str
     chunks: int
+    party_recall: float | None = None  # a Parties question: the fraction of its parties the answer names
+
+
+def parties_named(answer: str, golds: Sequence[str]) -> float | None:
+    """`party_recall` against the best gold when a gold lists a contract's parties, else None."""
+    return max((party_recall(answer, g) for g in golds if answer_kind(g) == "parties"), default=None)
 
 
 def length_label(doc_tokens: int | None) -> str:
@@ -105,7 +112,7 @@ def evaluate(
             results[t.id] = CaseResult(
                 t.id, suite, group(t), t.kind, t.doc_tokens, t.question, t.answers, answer,
                 sub_em(answer, t.answers), exact_match(answer, t.answers), memories[-1] if memories else "",
-                len(memories),
+                len(memories), parties_named(answer, t.answers),
             )  # fmt: skip
         done += len(batch)
         if progress:
@@ -115,11 +122,14 @@ def evaluate(
 
 def score(results: Sequence[CaseResult]) -> dict[str, float]:
     n = len(results)
-    return {
+    out = {
         "n": n,
         "sub_em": sum(r.sub_em for r in results) / n if n else 0.0,
         "exact_match": sum(r.exact_match for r in results) / n if n else 0.0,
     }
+    if recalls := [r.party_recall for r in results if r.party_recall is not None]:
+        out["party_recall"] = sum(recalls) / len(recalls)
+    return out
 
 
 def summarize(results: Sequence[CaseResult]) -> list[dict[str, Any]]:

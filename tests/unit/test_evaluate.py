@@ -55,6 +55,18 @@ def test_evaluate_scores_with_the_verifier_and_reads_one_document_once_per_chunk
                    "sub_em": pytest.approx(2 / 3), "exact_match": pytest.approx(1 / 3)}  # fmt: skip
 
 
+def test_evaluate_reports_the_parties_named_of_a_parties_question(tokenizer):
+    doc = "The red box is in Oslo. " * 5
+    parties = 'Oslo Shipping AS ("Oslo"); Bergen Lines Ltd. ("Bergen")'
+    tasks = [Task("p", doc, "Who are the parties?", (parties,), kind="contract:Parties"),
+             Task("l", doc, "Which law?", ("Oslo",), kind="contract:Governing Law")]  # fmt: skip
+    agent = MemoryAgent(FakeEngine(tokenizer, _answer_oslo), AgentConfig(chunk_tokens=64))
+    results = evaluate(agent, tasks, "contracts", lambda t: t.kind)
+    assert [(r.sub_em, r.party_recall) for r in results] == [(False, 0.5), (True, None)]  # one of two parties
+    rows = {r["group"]: r for r in summarize(results)}
+    assert rows["contract:Parties"]["party_recall"] == 0.5 and "party_recall" not in rows["contract:Governing Law"]
+
+
 def test_write_makes_table_plot_and_json(tmp_path, tokenizer):
     doc = "The red box is in Oslo. " * 5
     tasks = [Task(f"t{i}", doc, "Where?", ("Oslo",) if i % 2 else ("Rome",), kind="single-needle", doc_tokens=2048)
