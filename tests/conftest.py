@@ -35,6 +35,19 @@ CHROMIUM_ARGS = [
 ]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _tracking_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Runs the tests train and evaluate (and the processes they start) log to a temporary tracking store,
+    not to the checkout's runs/tracking."""
+    before = os.environ.get("LONGREAD_TRACKING_DIR")
+    os.environ["LONGREAD_TRACKING_DIR"] = str(tmp_path_factory.mktemp("tracking"))
+    yield
+    if before is None:
+        os.environ.pop("LONGREAD_TRACKING_DIR")
+    else:
+        os.environ["LONGREAD_TRACKING_DIR"] = before
+
+
 def _reachable(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=2):

@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 
 from inference.agent import MemoryAgent
 from training.tasks import Task, contract_tasks, synthetic_tasks
+from training.tracking import Tracker, tracking_root
 from training.verifier import answer_kind, exact_match, party_recall, sub_em
 
 DEFAULT_LENGTHS: tuple[int | None, ...] = (2048, 8192, 32768, 131072, None)  # None: the whole book
@@ -226,9 +227,11 @@ def run(
     batch_size: int = 16,
     label: str = "",
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+    track: bool = True,
 ) -> dict[str, Any]:
-    """Held-out synthetic tasks at each length and held-out contracts: read, score, and write
-    results.json, table.md and plot.png into out_dir (when given). Returns the results object."""
+    """Held-out synthetic tasks at each length and held-out contracts: read, score, write
+    results.json, table.md and plot.png into out_dir (when given) and log the scores to the experiment
+    tracker (`track`). Returns the results object."""
     tokenizer = agent.engine.tokenizer
     results: list[CaseResult] = []
     timing = []
@@ -252,7 +255,23 @@ def run(
     out = {"config": config, "summary": rows, "timing": timing, "cases": [asdict(r) for r in results]}
     if out_dir is not None:
         write(out, Path(out_dir))
+    if track:
+        name = time.strftime("%Y%m%d-%H%M%S") + (f"-{Path(out_dir).name}" if out_dir is not None else "")
+        log_scores(out, tracking_root() / "eval" / name)
     return out
+
+
+def log_scores(out: dict[str, Any], folder: Path) -> None:
+    """An evaluation's scores in the experiment tracker: `SUITE/GROUP/KIND/sub_em` (and exact_match, n) and
+    `speed/SET/tokens_per_s` at step 0, the table and the settings as text."""
+    with Tracker(folder) as tracker:
+        for row in out["summary"]:
+            tracker.scalars({k: row[k] for k in ("sub_em", "exact_match", "n")}, 0,
+                            prefix=f"{row['suite']}/{row['group']}/{row['kind']}/")
+        for t in out.get("timing", []):
+            tracker.scalars({"tokens_per_s": t["tokens_per_s"]}, 0, prefix=f"speed/{t['set']}/")
+        tracker.text("results", markdown_table(out["summary"], out["config"]["label"]))
+        tracker.text("config", f"```\n{json.dumps(out['config'], indent=2)}\n```")
 
 
 def _timed(agent: MemoryAgent, tasks: list[Task], suite: str, group: Callable[[Task], str], batch_size: int,

@@ -55,7 +55,7 @@ def train(config: TrainConfig, run_dir: Path, model_path: Path, *, resume: bool 
         if rollouts:
             rollouts.close()
     done = trainer.step == trainer.total_steps
-    say(f"metrics: {run_dir / 'metrics.jsonl'}, curve: {run_dir / 'curve.png'}"
+    say(f"metrics: {run_dir / 'metrics.jsonl'}, curve: {run_dir / 'curve.png'}, tracker: {trainer.tracking_dir}"
         + (f", adapter: {run_dir / 'adapter'}" if done else
            f"; stopped at step {trainer.step}: resume with --resume {run_dir}"), flush=True)
     return trainer

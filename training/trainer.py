@@ -47,6 +47,7 @@ from training.policy import Row, completion_log_probs, load_policy, micro_batche
 from training.rollout_server import VLLMRollouts, copy_adapter
 from training.tasks import NO_EVIDENCE_MEMORY, Task, corrections, evidence_gains, oracle_answer, oracle_memories, \
     question_echo, with_answer_evidence
+from training.tracking import Tracker, tracking_root
 from training.verifier import predicted_answer, reward, score
 
 Draw = Callable[[int, int], list[Task]]  # (step, how many) -> tasks for that step, deterministic
@@ -95,6 +96,8 @@ class Trainer:
             raise ValueError("rollout_engine vllm runs in one process; launch it without torchrun/accelerate")
         self.rank = self.dist.get_rank() if self.dist else 0
         self.world = self.dist.get_world_size() if self.dist else 1
+        #: the experiment tracker's folder of this run (training/tracking.py): every step's metrics
+        self.tracking_dir = tracking_root() / "train" / self.run_dir.name
 
     # --- the run -------------------------------------------------------------------------------
 
@@ -106,8 +109,23 @@ class Trainer:
         """Train to the end (or `max_steps` more steps), saving every `save_every` steps and at the end.
         `should_stop` is asked between steps: True saves a checkpoint (if the last step has none) and returns."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        tracker = None
         if self.rank == 0:
             (self.run_dir / "config.json").write_text(self.config.model_dump_json(indent=2))
+            tracker = Tracker(self.tracking_dir, resume_step=self.step)
+            if self.step == 0:
+                tracker.text("config", f"```\n{self.config.model_dump_json(indent=2)}\n```")
+        try:
+            self._run_steps(max_steps, should_stop, tracker)
+        finally:
+            if tracker:
+                tracker.close()
+        if self.step == self.total_steps and self.rank == 0:
+            self.save_adapter(self.run_dir / FINAL_ADAPTER)
+        if self.dist:
+            self.dist.barrier()
+
+    def _run_steps(self, max_steps: int | None, should_stop: Callable[[], bool], tracker: Tracker | None) -> None:
         stop = self.total_steps if max_steps is None else min(self.total_steps, self.step + max_steps)
         started, first = time.monotonic(), self.step
         while self.step < stop:
@@ -124,15 +142,13 @@ class Trainer:
             m["eta_s"] = round(per_step * (stop - self.step))
             if self.rank == 0:
                 self._append("metrics.jsonl", m)
+                if tracker:
+                    tracker.scalars({k: v for k, v in m.items() if k != "step"}, self.step, prefix=f"{m['phase']}/")
                 if result.sample:
                     self._append("samples.jsonl", {"step": self.step, **result.sample})
                 self.log(progress_line(m, self.total_steps))
             if (self.step % self.config.save_every == 0 or self.step == stop) and self.rank == 0:
                 self.save()
-        if self.step == self.total_steps and self.rank == 0:
-            self.save_adapter(self.run_dir / FINAL_ADAPTER)
-        if self.dist:
-            self.dist.barrier()
 
     def _lr(self, step: int) -> float:
         c = self.config

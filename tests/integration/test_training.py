@@ -12,6 +12,7 @@ import torch
 
 from training.config import make_config
 from training.tasks import ABSENT, NO_EVIDENCE_MEMORY, NOT_IN_DOCUMENT, Task
+from training.tracking import read_scalars
 from training.trainer import Trainer
 from training.verifier import reward
 
@@ -64,6 +65,9 @@ def test_grpo_raises_the_reward_of_a_tiny_task(model_path: Path, tmp_path: Path)
     assert {"reward", "accuracy", "loss", "kl", "clip_fraction", "tokens_per_s", "eta_s"} <= metrics[0].keys()
     assert (tmp_path / "adapter" / "adapter_model.safetensors").is_file()
     assert (tmp_path / "curve.png").stat().st_size > 10_000
+    tracked = read_scalars(trainer.tracking_dir)  # the experiment tracker has every step, as metrics.jsonl
+    assert [s for s, _ in tracked["rl/reward"]] == [1, 2, 3]
+    assert [v for _, v in tracked["rl/reward"]] == pytest.approx([m["reward"] for m in metrics])
 
 
 def test_an_interrupted_run_resumes_to_the_same_weights(model_path: Path, tmp_path: Path) -> None:
