@@ -47,6 +47,6 @@ chromium:
 test: install chromium vllm
 	PYTHONUNBUFFERED=1 GRADIO_ANALYTICS_ENABLED=False $(PY) -m pytest -q -p no:cacheprovider --durations=20
 
-# The reading benchmarks (benchmarks/run.py): tables on stdout, figures and plots in benchmarks/results/.
+# The reading benchmarks (benchmarks/run.py): tables on stdout, figures and plots in runs/benchmarks/ (git-ignored).
 bench: install vllm
 	$(PY) -m benchmarks.run

@@ -6,7 +6,7 @@ A trained reader writes ~10-token memories, so one question's step is mostly the
 tokens and the wait for the longest of their memories. Each figure is the best of 3 runs on an empty
 prefix cache, prompts cut from the benchmark's novel, every token generated (`ignore_eos`).
 
-    .venv/bin/python -m benchmarks.call_costs [--out benchmarks/results/call-costs.json]
+    .venv/bin/python -m benchmarks.call_costs [--out runs/benchmarks/call-costs.json]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from benchmarks.run import book_prefix
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/call-costs.json"))
+    ap.add_argument("--out", type=Path, default=Path("runs/benchmarks/call-costs.json"))
     args = ap.parse_args()
     os.environ.setdefault("VLLM_SERVER_DEV_MODE", "1")  # offers /reset_prefix_cache
     settings = Settings(data_dir=Path(tempfile.mkdtemp()), database_url="", engine="vllm-local")

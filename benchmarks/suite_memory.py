@@ -5,7 +5,7 @@ this is how that was found and how the fix (package-scoped server fixtures) was 
 
     GRADIO_ANALYTICS_ENABLED=False .venv/bin/python -m pytest -q -p no:cacheprovider -p benchmarks.suite_memory
 
-Writes benchmarks/results/suite-memory.tsv (time, seconds, test, used GB, big processes).
+Writes runs/benchmarks/suite-memory.tsv (time, seconds, test, used GB, big processes).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 
-OUT = Path(__file__).resolve().parent / "results" / "suite-memory.tsv"
+OUT = Path(__file__).resolve().parents[1] / "runs" / "benchmarks" / "suite-memory.tsv"
 _started: dict[str, float] = {}
 _peak: list[tuple[float, str]] = []
 

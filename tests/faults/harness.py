@@ -30,7 +30,7 @@ from tests.conftest import MODEL_CACHE
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = Path(os.environ.get("LONGREAD_VLLM_PYTHON", REPO_ROOT / ".venv-vllm" / "bin" / "python"))
-RESULTS = REPO_ROOT / "benchmarks" / "results" / "faults"
+RESULTS = REPO_ROOT / "runs" / "faults"  # git-ignored
 #: how fast a dead runner's readings go stale in these tests (heartbeat every quarter of it)
 STALE_AFTER_S = 4
 MAX_ATTEMPTS = 3

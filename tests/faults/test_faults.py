@@ -5,7 +5,7 @@ read in several chunks by the real SmolLM2.
 Each test injects one fault mid-reading and checks that nothing was lost: every reading ends done,
 every step 1..N is stored exactly once, the checkpoints written before the fault are the same rows
 afterwards (never read again from zero). Its figures (lost, recovery seconds) go to
-benchmarks/results/faults/ (faults.json and faults.md) and are printed.
+runs/faults/ (faults.json and faults.md) and are printed.
 """
 
 from __future__ import annotations
