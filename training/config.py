@@ -12,14 +12,16 @@ import json
 import re
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from inference.templates import TEMPLATE_SETS
 from training.tasks import SYNTHETIC_KINDS
 
 Kind = Literal[SYNTHETIC_KINDS]  # type: ignore[valid-type]  # the tuple spreads into Literal's values
+#: An adapter named by the sha256 of its adapter_model.safetensors (training/weights.py finds it).
+AdapterDigest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
 
 
 class DataConfig(BaseModel):
@@ -81,8 +83,10 @@ class TrainConfig(BaseModel):
 
     # --- model -----------------------------------------------------------------------------------
     model: str = Field("smollm2", description="`smollm2` (the bundled SmolLM2-135M) or a Hugging Face model folder.")
-    init_adapter: Path | None = Field(
-        None, description="Start from this LoRA adapter folder (e.g. an SFT run's adapter) instead of fresh adapters."
+    init_adapter: AdapterDigest | Path | None = Field(
+        None, description="Start from this LoRA adapter instead of fresh adapters: `sha256:<hex>` of its "
+        "adapter_model.safetensors, found in inference/reader/ or under runs/ (training/results.jsonl lists every "
+        "kept adapter's digest), or a folder whose contents stay put, such as a finished run's adapter.",
     )
     lora_r: int = Field(16, ge=0, description="LoRA rank; 0 trains every weight (needs memory for a reference copy).")
     lora_alpha: int = Field(32, ge=1, description="LoRA scale numerator (scale = alpha / r).")
@@ -170,6 +174,9 @@ class TrainConfig(BaseModel):
             raise ValueError(f"template_set {self.template_set!r} is unknown; choose one of {', '.join(TEMPLATE_SETS)}")
         if self.sft_steps == 0 and self.rl_steps == 0:
             raise ValueError("sft_steps and rl_steps are both 0: set one of them above 0")
+        if str(self.init_adapter).startswith("sha256:") and not isinstance(self.init_adapter, str):
+            raise ValueError(f"init_adapter {self.init_adapter} is not a sha256 digest: write sha256: and the 64 "
+                             "lowercase hex digits of the adapter's adapter_model.safetensors (sha256sum prints them)")
         if self.lora_r == 0 and self.init_adapter is not None:
             raise ValueError("init_adapter needs LoRA: set lora_r above 0 or remove init_adapter")
         if self.rollout_engine == "vllm" and self.lora_r == 0:

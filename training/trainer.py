@@ -49,6 +49,7 @@ from training.tasks import NO_EVIDENCE_MEMORY, Task, corrections, evidence_gains
     question_echo, with_answer_evidence
 from training.tracking import Tracker, tracking_root
 from training.verifier import predicted_answer, reward, score
+from training.weights import resolve_adapter
 
 Draw = Callable[[int, int], list[Task]]  # (step, how many) -> tasks for that step, deterministic
 
@@ -75,9 +76,10 @@ class Trainer:
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
             torch.backends.cuda.matmul.allow_tf32 = True  # float32 weights, TF32 matmuls: ~8x on Hopper
+        start = resolve_adapter(config.init_adapter) if config.init_adapter is not None else None
         self.model, self.tokenizer = load_policy(
             model_path, config.lora_r, config.lora_alpha, config.lora_dropout, config.lora_targets,
-            config.init_adapter, config.seed, self.device)
+            start, config.seed, self.device)
         self.reference = None
         if config.lora_r == 0 and config.kl_coef > 0:
             self.reference, _ = load_policy(model_path, 0, 1, 0.0, [], None, config.seed, self.device)
