@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 BUNDLED = "smollm2"
 READER = "smollm2-reader"
-#: LoRA of the bundled model trained by `longread train` (its provenance: reader/PROVENANCE.md)
+#: LoRA of the bundled model trained by `longread train` (base, data, recipe, metrics, sha256: reader/MODEL_CARD.md)
 READER_ADAPTER = Path(__file__).resolve().parent / "reader"
 #: Where the bundled model is converted (and the reader merged into it) once: the `model_cache_dir`
 #: setting's default, and what benchmarks and tests use; LONGREAD_MODEL_CACHE_DIR moves it.
