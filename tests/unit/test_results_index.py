@@ -1,4 +1,4 @@
-"""The results index (training/results.jsonl): everything the README and the configs cite from the old
+"""The results index (training/results.jsonl): everything the README, docs/ and the configs cite from the old
 training/results/ is in it, and `add` indexes a new run folder of runs/."""
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ def _expand(pattern: str) -> list[str]:
 
 
 def _citations() -> list[str]:
-    texts = [REPO / "README.md", *(REPO / "training" / "configs").glob("*.toml"), *(REPO / "benchmarks").glob("*.py")]
+    texts = [REPO / "README.md", *(REPO / "docs").rglob("*.md"), *(REPO / "training" / "configs").glob("*.toml"),
+             *(REPO / "benchmarks").glob("*.py")]
     found = {c.rstrip(".,/") for t in texts if t.is_file() for c in CITATION.findall(t.read_text(encoding="utf-8"))}
-    return sorted(x for c in found for x in _expand(c) if x)
+    placeholder = re.compile(r"[A-Z_]+(/|$)")  # "training/results/NAME/FILE" in prose names no run
+    return sorted(x for c in found for x in _expand(c) if x and not placeholder.match(x))
 
 
 def test_every_citation_of_the_old_results_folder_is_in_the_index():
