@@ -1,0 +1,308 @@
+"""`longread ingest`, `ask`, `readings`, `checkpoints`, `edit`, `cancel`, `retry`, `feedback`: documents and
+their readings, read in this process."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from app.cli.common import local_admin, migrate_db
+from app.settings import Settings
+
+if TYPE_CHECKING:  # the commands import what they need when they run: `longread --help` stays fast
+    from app.services.views import CheckpointView, ReadingView
+
+
+def _ingest(settings: Settings, path: Path) -> int:
+    from app.services.documents import UploadError, add_document
+
+    try:
+        doc, existing = add_document(settings, path.name, path.read_bytes(), user=local_admin(settings))
+    except (OSError, UploadError) as exc:
+        raise SystemExit(f"longread: {path}: {exc}") from None
+    if doc.error:
+        raise SystemExit(f"longread: {path}: {doc.error}")
+    if existing:
+        print(f"longread: {path}: already uploaded as document {doc.id} ({doc.title})", file=sys.stderr)
+    return doc.id
+
+
+def cmd_ingest(settings: Settings, args: argparse.Namespace) -> int:
+    migrate_db(settings)
+    doc_id = _ingest(settings, Path(args.file))
+    print(doc_id)
+    return 0
+
+
+def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
+    from app.services import readings
+    from app.services.errors import NotFound
+
+    migrate_db(settings)
+    target = args.document
+    if Path(target).is_file():
+        doc_id = _ingest(settings, Path(target))
+    elif target.isdigit():
+        doc_id = int(target)
+    else:
+        raise SystemExit(f"longread: {target}: no such file or document id")
+    try:  # read here, in this process: no worker is asked
+        ids = [r.id for r in readings.ask(settings, doc_id, args.question, args.chunk_tokens, args.memory_tokens,
+                                           enqueue=False, user=local_admin(settings))]  # fmt: skip
+    except (readings.ReadingError, NotFound) as exc:
+        raise SystemExit(f"longread ask: {exc}") from None
+    _read_and_print(settings, ids, args.json)
+    return 0
+
+
+def _read_and_print(settings: Settings, ids: list[int], as_json: bool) -> None:
+    """Read the readings to the end in this process, then print them (`as_json`: one JSON object)."""
+    from app.services import readings
+    from app.services.runner import run_readings
+
+    started = time.monotonic()
+    run_readings(settings, ids)
+    elapsed = time.monotonic() - started
+    me = local_admin(settings)
+    out = [_reading_json(readings.show(settings, reading_id, user=me)) for reading_id in ids]
+    if as_json:
+        print(json.dumps({"readings": out}, ensure_ascii=False))
+    else:
+        for r in out:
+            print(f"Q: {r['question']}\nA: {r['answer']}\n   ({r['status']}, {len(r['checkpoints'])} chunks)")
+        print(f"read in {elapsed:.1f} s", file=sys.stderr)
+
+
+def _checkpoint_json(c: CheckpointView) -> dict:
+    out = {"step": c.step, "memory": c.memory, "start_char": c.start_char, "end_char": c.end_char,
+           "origin": c.origin, "first_page": c.first_page, "last_page": c.last_page}  # fmt: skip
+    if c.chunk is not None:
+        out["chunk"] = c.chunk
+    return out
+
+
+def _reading_json(r: ReadingView, with_checkpoints: bool = True) -> dict:
+    """A reading as `ask --json`, `readings --json` and `checkpoints --json` print it."""
+    out = {"id": r.id, "document_id": r.document_id, "question": r.question, "answer": r.answer, "status": r.status,
+           "error": r.error, "model": r.model, "chunk_tokens": r.chunk_tokens, "memory_tokens": r.memory_tokens,
+           "steps": len(r.checkpoints), "total_chunks": r.total_chunks, "parent_reading_id": r.parent_reading_id,
+           "branched_at_step": r.branched_at_step,
+           "created_at": r.created_at.isoformat() if r.created_at else None}  # fmt: skip
+    if with_checkpoints:
+        out["checkpoints"] = [_checkpoint_json(c) for c in r.checkpoints]
+    return out
+
+
+def _reading_id(command: str, value: str) -> int:
+    if not value.isdigit():
+        raise SystemExit(f"longread {command}: {value!r} is not a reading id")
+    return int(value)
+
+
+def cmd_readings(settings: Settings, args: argparse.Namespace) -> int:
+    """A document's readings, newest first: id, status, question, answer."""
+    from app.services import readings
+    from app.services.errors import NotFound
+
+    migrate_db(settings)
+    if not args.document.isdigit():
+        raise SystemExit(f"longread readings: {args.document!r} is not a document id")
+    try:
+        views = readings.document_readings(settings, int(args.document), user=local_admin(settings))
+    except NotFound as exc:
+        raise SystemExit(f"longread readings: {exc}") from None
+    if args.json:
+        rows = [_reading_json(r, with_checkpoints=False) for r in views]
+        print(json.dumps({"document_id": int(args.document), "readings": rows}, ensure_ascii=False))
+        return 0
+    for r in views:
+        steps = f"{len(r.checkpoints)}/{r.total_chunks}" if r.total_chunks else str(len(r.checkpoints))
+        answer = " ".join((r.answer or "").split())
+        branch = f" branch of #{r.parent_reading_id} at step {r.branched_at_step}" if r.parent_reading_id else ""
+        print(f"#{r.id} {r.status} ({steps} chunks){branch} Q: {' '.join(r.question.split())}"
+              + (f"\n   A: {answer}" if answer else "") + (f"\n   error: {r.error}" if r.error else ""))
+    return 0
+
+
+def cmd_checkpoints(settings: Settings, args: argparse.Namespace) -> int:
+    """Every checkpoint of a reading: step, origin, pages, characters and the memory (and the chunk read)."""
+    from app.services import readings
+    from app.services.errors import NotFound
+
+    migrate_db(settings)
+    reading_id = _reading_id("checkpoints", args.reading)
+    try:
+        r = readings.show(settings, reading_id, with_chunks=args.with_chunks, user=local_admin(settings))
+    except NotFound as exc:
+        raise SystemExit(f"longread checkpoints: {exc}") from None
+    if args.json:
+        print(json.dumps({"reading_id": r.id, "checkpoints": [_checkpoint_json(c) for c in r.checkpoints]},
+                         ensure_ascii=False))  # fmt: skip
+        return 0
+    for c in r.checkpoints:
+        pages = f"page {c.first_page}" if c.first_page == c.last_page else f"pages {c.first_page}-{c.last_page}"
+        print(f"step {c.step} ({c.origin}, {pages}, characters {c.start_char}-{c.end_char})")
+        if c.chunk is not None:
+            print("  chunk:  " + c.chunk.replace("\n", "\n          "))
+        print("  memory: " + c.memory.replace("\n", "\n          "))
+    return 0
+
+
+def cmd_edit(settings: Settings, args: argparse.Namespace) -> int:
+    """Edit the memory at a step and resume from it: a new branch, read to the end in this process."""
+    import getpass
+
+    from app.services import readings
+    from app.services.errors import NotFound
+
+    migrate_db(settings)
+    reading_id = _reading_id("edit", args.reading)
+    try:
+        who = getpass.getuser()
+    except (KeyError, OSError):  # no user name for this uid
+        who = None
+    try:
+        branch = readings.edit(settings, reading_id, args.step, args.memory, f"cli:{who}" if who else "cli",
+                               enqueue=False, user=local_admin(settings))  # fmt: skip
+    except (readings.ReadingError, NotFound) as exc:
+        raise SystemExit(f"longread edit: {exc}") from None
+    if not args.json:
+        print(f"branch {branch.id} of reading {reading_id} at step {args.step}", file=sys.stderr)
+    _read_and_print(settings, [branch.id], args.json)
+    return 0
+
+
+def cmd_cancel(settings: Settings, args: argparse.Namespace) -> int:
+    """Stop a queued or running reading (a worker's, or another `ask`); its checkpoints stay."""
+    from app.services import readings
+    from app.services.errors import NotFound
+
+    migrate_db(settings)
+    try:
+        r = readings.cancel(settings, _reading_id("cancel", args.reading), user=local_admin(settings))
+    except NotFound as exc:
+        raise SystemExit(f"longread cancel: {exc}") from None
+    print(json.dumps(_reading_json(r, with_checkpoints=False)) if args.json else f"reading {r.id}: {r.status}")
+    return 0
+
+
+def cmd_retry(settings: Settings, args: argparse.Namespace) -> int:
+    """Resume a failed or cancelled reading after its last checkpoint: here, as `ask` reads, or
+    (`--queue`) by a worker."""
+    from app.services import readings
+    from app.services.errors import NotFound
+
+    migrate_db(settings)
+    reading_id = _reading_id("retry", args.reading)
+    try:
+        r = readings.retry(settings, reading_id, enqueue=args.queue, user=local_admin(settings))
+    except (readings.ReadingError, NotFound) as exc:
+        raise SystemExit(f"longread retry: {exc}") from None
+    if args.queue:
+        print(json.dumps(_reading_json(r, with_checkpoints=False)) if args.json else
+              f"reading {r.id}: queued for a worker")  # fmt: skip
+        return 0
+    _read_and_print(settings, [reading_id], args.json)
+    return 0
+
+
+def cmd_feedback(settings: Settings, args: argparse.Namespace) -> int:
+    """Judge a reading's answer, list the verdicts on it, or export every judged reading as JSON Lines."""
+    from dataclasses import asdict
+
+    from app.services import feedback
+    from app.services.errors import NotFound
+
+    migrate_db(settings)
+    if args.target == "export":
+        if not args.file or args.verdict or args.answer or args.comment:
+            raise SystemExit("longread feedback: usage: longread feedback export FILE.jsonl [--with-text]")
+        n = feedback.export_file(settings, Path(args.file), with_text=args.with_text, user=local_admin(settings))
+        print(f"{n} judged reading{'s' if n != 1 else ''} written to {args.file}", file=sys.stderr)
+        return 0
+    if not args.target.isdigit() or args.file:
+        raise SystemExit(f"longread feedback: {args.target!r} is not a reading id (or `export FILE.jsonl`)")
+    reading_id = int(args.target)
+    try:
+        if args.verdict:
+            views = [feedback.add_feedback(settings, reading_id, args.verdict, args.answer, args.comment,
+                                           user=local_admin(settings))]
+        elif args.answer or args.comment:
+            raise SystemExit("longread feedback: --answer and --comment go with --verdict correct|incorrect")
+        else:
+            views = feedback.reading_feedback(settings, reading_id, user=local_admin(settings))
+    except (feedback.FeedbackError, NotFound) as exc:
+        raise SystemExit(f"longread feedback: {exc}") from None
+    if args.json:
+        rows = [{**asdict(v), "created_at": v.created_at.isoformat()} for v in views]
+        print(json.dumps(rows[0] if args.verdict else {"feedback": rows}, ensure_ascii=False))
+    elif args.verdict:
+        print(f"feedback {views[0].id} on reading {reading_id}: {views[0].verdict}")
+    else:
+        for v in views:
+            extra = "".join(f"; {k}: {x}" for k, x in (("corrected answer", v.corrected_answer),
+                                                        ("comment", v.comment)) if x)  # fmt: skip
+            print(f"{v.created_at:%Y-%m-%d %H:%M} {v.verdict}{extra}")
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """ingest, ask, readings, checkpoints, edit, cancel, retry, feedback"""
+    ingest = sub.add_parser("ingest", help="store and parse a file; prints the document id")
+    ingest.add_argument("file")
+    ingest.set_defaults(func=cmd_ingest)
+    ask = sub.add_parser("ask", help="read a document in this process and print the answers")
+    ask.add_argument("document", metavar="FILE_OR_DOCUMENT_ID")
+    ask.add_argument("-q", "--question", action="append", required=True)
+    ask.add_argument("--chunk-tokens", type=int)
+    ask.add_argument("--memory-tokens", type=int)
+    ask.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    ask.set_defaults(func=cmd_ask)
+    rd = sub.add_parser("readings", help="a document's readings, newest first: status, question, answer")
+    rd.add_argument("document", metavar="DOCUMENT_ID")
+    rd.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    rd.set_defaults(func=cmd_readings)
+    cp = sub.add_parser("checkpoints", help="every checkpoint of a reading: the memory after each chunk")
+    cp.add_argument("reading", metavar="READING_ID")
+    cp.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    cp.add_argument("--with-chunks", action="store_true", help="add the text of the chunk each step read")
+    cp.set_defaults(func=cmd_checkpoints)
+    ed = sub.add_parser("edit", help="edit the memory at a step and resume from it: a new branch, read here",
+                        description="Makes a branch of the reading: it shares steps 1..K-1, has MEMORY as step K "
+                        "and reads on from chunk K+1 to a new answer, in this process as `ask` does. The original "
+                        "reading never changes; editing the last step only re-answers.")
+    ed.add_argument("reading", metavar="READING_ID")
+    ed.add_argument("--step", type=int, required=True, metavar="K", help="the step (1-based) whose memory to replace")
+    ed.add_argument("--memory", required=True, metavar="TEXT", help="the new memory at step K")
+    ed.add_argument("--json", action="store_true", help="print one JSON object on stdout (as `ask --json`)")
+    ed.set_defaults(func=cmd_edit)
+    cancel = sub.add_parser("cancel", help="stop a queued or running reading (its checkpoints stay)")
+    cancel.add_argument("reading", metavar="READING_ID")
+    cancel.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    cancel.set_defaults(func=cmd_cancel)
+    retry = sub.add_parser("retry", help="resume a failed or cancelled reading after its last checkpoint")
+    retry.add_argument("reading", metavar="READING_ID")
+    retry.add_argument("--queue", action="store_true", help="leave it to a worker instead of reading it here")
+    retry.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    retry.set_defaults(func=cmd_retry)
+    fb = sub.add_parser(
+        "feedback",
+        help="judge a reading's answer, list its verdicts, or export them: feedback export FILE.jsonl",
+        description="`longread feedback READING_ID --verdict correct|incorrect [--answer TEXT] [--comment TEXT]` "
+        "judges a finished reading's answer; without --verdict it lists the verdicts on the reading. "
+        "`longread feedback export FILE.jsonl` writes one line per judged reading (its latest verdict) "
+        "for training (README: Feedback export format).",
+    )
+    fb.add_argument("target", metavar="READING_ID|export")
+    fb.add_argument("file", nargs="?", metavar="FILE.jsonl", help="with `export`: where to write")
+    fb.add_argument("--verdict", choices=["correct", "incorrect"])
+    fb.add_argument("--answer", help="the right answer (for incorrect: what the model should have said)")
+    fb.add_argument("--comment")
+    fb.add_argument("--with-text", action="store_true",
+                    help="with `export`: add each document's whole text (document_text), so training needs no database")
+    fb.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    fb.set_defaults(func=cmd_feedback)
