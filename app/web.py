@@ -26,7 +26,8 @@ from app.services.readings import ReadingError
 from app.services.training_runs import RunError
 from app.services.users import Forbidden, UserError
 from app.settings import Settings, get_settings
-from app.ui.gradio_app import UPLOAD_HEADROOM, build_ui
+from app.ui.gradio_app import build_ui
+from app.ui.read_views import UPLOAD_HEADROOM
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 

@@ -11,250 +11,49 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date
-from typing import Any
 
 import gradio as gr
-import pandas as pd
 
 from app.db import session_scope
 from app.services import registry, training_runs
 from app.services.errors import NotFound
 from app.services.models import activate_version
-from app.services.training_runs import DataOverview, DataSelection, RunParams, RunView
+from app.services.training_runs import RunParams
 from app.services.users import UserView
 from app.settings import Settings
 from app.ui.text import fmt_seconds, text_md
+from app.ui.training_views import (
+    COLORS,
+    DATA,
+    EVAL_COLUMNS,
+    FEEDBACK_COLUMNS,
+    FLOATS,
+    FORM,
+    LABELS,
+    MODEL_COLUMNS,
+    NO_RUNS,
+    PLOTS,
+    RUN_COLUMNS,
+    SAMPLE_COLUMNS,
+    bars_frame,
+    curve_frame,
+    curves,
+    describe_feedback,
+    describe_run,
+    describe_samples,
+    eval_view,
+    feedback_rows,
+    model_rows,
+    one_line,
+    parse_params,
+    parse_selection,
+    run_rows,
+)
 from training.config import DataConfig, TrainConfig
 
 #: statuses a run's page follows live
 LIVE = {"queued", "running", "cancelling"}
 REFUSED = (NotFound, ValueError, PermissionError)  # RunError is a ValueError, Forbidden a PermissionError
-
-FEEDBACK_COLUMNS = ["#", "Verdict", "Question", "Model answer", "Corrected answer", "Document", "User",
-                    "Date (UTC)", "Held out"]  # fmt: skip
-SAMPLE_COLUMNS = ["Source", "Question", "Answers", "Document tokens", "Document begins"]
-RUN_COLUMNS = ["#", "Name", "Status", "Step", "Queue", "Started (UTC)", "ETA"]
-EVAL_COLUMNS = ["Set", "Length / category", "Kind", "n", "Baseline sub-EM", "This run sub-EM", "Change",
-                "Baseline EM", "This run EM"]  # fmt: skip
-MODEL_COLUMNS = ["#", "Version", "Active", "Lineage", "Sub-EM on held-out sets", "Weights (engine)", "Created (UTC)"]
-#: the run page's curves, one metric each: (title, elem_id, phase or None for both, metrics.jsonl key)
-PLOTS = [("Reward (mean over the rollouts)", "plot-reward", "rl", "reward"),
-         ("Accuracy (exact match)", "plot-accuracy", "rl", "accuracy"),
-         ("Loss (SFT warm start)", "plot-sft-loss", "sft", "loss"), ("Loss (RL)", "plot-rl-loss", "rl", "loss"),
-         ("KL to the reference", "plot-kl", "rl", "kl"), ("Clip fraction", "plot-clip", "rl", "clip_fraction"),
-         ("Groups filtered (all rewards equal)", "plot-filtered", "rl", "groups_filtered"),
-         ("Tokens per second", "plot-tokens", None, "tokens_per_s")]  # fmt: skip
-#: the New run form, three a row: RunParams fields, and TrainConfig fields it sets through `extra`
-#: (DataConfig's under "data")
-FORM = ("sft_steps", "sft_samples_per_step", "sft_learning_rate", "sft_carry", "rl_steps", "samples_per_step", "group_size",
-        "learning_rate", "temperature", "kl_coef", "chunk_tokens", "memory_tokens", "mix_feedback", "save_every")  # fmt: skip
-EXTRA = {"sft_samples_per_step", "sft_carry", "chunk_tokens", "memory_tokens"}
-DATA = {"mix_feedback"}
-FLOATS = {"learning_rate", "sft_learning_rate", "temperature", "kl_coef", "mix_feedback"}
-LABELS = {"sft_steps": "SFT warm-start steps (0: off)", "sft_samples_per_step": "Samples per SFT step",
-          "sft_learning_rate": "Learning rate (SFT)", "sft_carry": "SFT conversations carrying evidence",
-          "rl_steps": "RL (GRPO) steps",
-          "samples_per_step": "Samples per RL step", "group_size": "Group size (rollouts per sample)",
-          "learning_rate": "Learning rate (RL)", "temperature": "Sampling temperature", "kl_coef": "KL coefficient β",
-          "chunk_tokens": "Chunk tokens", "memory_tokens": "Memory tokens",
-          "mix_feedback": "Share of samples from feedback (when included)",
-          "save_every": "Save a checkpoint every (steps)"}
-NO_RUNS = "No runs yet: choose data and start one (**New run**)."
-
-
-def _when(value: object) -> str:
-    return f"{value:%Y-%m-%d %H:%M}" if value else ""
-
-
-def _one_line(value: str | None, limit: int = 200) -> str:
-    text = " ".join((value or "").split())
-    return text[:limit] + ("…" if len(text) > limit else "")
-
-
-def feedback_rows(overview: DataOverview) -> list[list[object]]:
-    return [[f.id, f.verdict, _one_line(f.question), _one_line(f.answer), _one_line(f.corrected_answer),
-             _one_line(f.document_title, 80), f.username, _when(f.created_at), "yes" if f.held_out else "no"]
-            for f in overview.feedback]  # fmt: skip
-
-
-def describe_feedback(overview: DataOverview) -> str:
-    rows = overview.feedback
-    if not rows:
-        return ("No feedback yet: readers judge answers under each reading in **Read** (correct or incorrect, "
-                "and the right answer); their verdicts show here.")
-    held = sum(f.held_out for f in rows)
-    people = len({f.username for f in rows})
-    documents = len({f.document_id for f in rows})
-    return (f"{len(rows)} verdict{'s' if len(rows) != 1 else ''} from {people} user{'s' if people != 1 else ''} on "
-            f"{documents} document{'s' if documents != 1 else ''}; {held} on held-out documents (kept for "
-            "evaluation, never trained on). A run uses them only when you include them below.")
-
-
-def parse_selection(include: bool, since: str | None, feedback_ids: list[int] | None, contracts: bool,
-                    qa_files: list[str] | None, kinds: list[str] | None, lengths: str | None) -> DataSelection:
-    """The Data page's choices; ValueError says which one to fix."""
-    try:
-        day = date.fromisoformat(since.strip()) if since and since.strip() else None
-    except ValueError:
-        raise ValueError(f"feedback since: {since.strip()!r} is not a day; write it as YYYY-MM-DD") from None
-    try:
-        sizes = tuple(int(x) for x in (lengths or "").replace(",", " ").split())
-    except ValueError:
-        raise ValueError(f"lengths: {lengths!r} is not a list of whole numbers, e.g. 1024, 2048") from None
-    return DataSelection(include_feedback=bool(include), feedback_since=day,
-                         feedback_ids=tuple(int(i) for i in feedback_ids) if feedback_ids else None,
-                         contracts=bool(contracts), qa_files=tuple(qa_files or ()),
-                         synthetic_kinds=tuple(kinds or ()), lengths=sizes)  # fmt: skip
-
-
-def parse_params(values: dict[str, float | None]) -> RunParams:
-    """The New run form's numbers; an empty box keeps the default (RunParams', or the trainer's for `extra`)."""
-    typed = {k: float(v) if k in FLOATS else int(v) for k, v in values.items() if v is not None}
-    extra: dict[str, object] = {k: v for k, v in typed.items() if k in EXTRA}
-    if data := {k: v for k, v in typed.items() if k in DATA}:
-        extra["data"] = data
-    return RunParams(**{k: v for k, v in typed.items() if k not in EXTRA | DATA}, extra=extra)
-
-
-def run_rows(runs: list[RunView]) -> list[list[object]]:
-    return [[r.id, r.name, r.status, f"{r.step}/{r.total_steps}", r.queue_position or "", _when(r.started_at),
-             fmt_seconds(r.eta_s) if r.status == "running" and r.eta_s is not None else ""] for r in runs]  # fmt: skip
-
-
-def describe_run(r: RunView) -> str:
-    """The open run's headline: what, where it is, and what to do next."""
-    line = (f"**#{r.id} {text_md(r.name)}** · {text_md(r.status)} · step {r.step} of {r.total_steps} · "
-            f"from {text_md(r.start_version)}" + (f" · by {text_md(r.created_by)}" if r.created_by else ""))
-    if r.status == "queued":
-        line += f"  \nQueued, position {r.queue_position}: it starts when the training worker is free."
-    elif r.status == "running":
-        line += f" · ETA {fmt_seconds(r.eta_s)}" if r.eta_s is not None else " · ETA after the first step"
-    elif r.status == "cancelling":
-        line += "  \nStopping: the trainer saves a checkpoint after the step under way."
-    elif r.status in ("cancelled", "failed"):
-        if r.error:
-            line += f"  \nError: {error_line(r.error)}" + (" (the log below has the rest)" if "\n" in r.error else "")
-        line += ("  \n**Resume** continues from its last checkpoint." if r.resumable else
-                 "  \n**Resume** starts it again (no checkpoint was saved).")  # fmt: skip
-    elif r.status == "done":
-        line += f" · finished {_when(r.finished_at)} UTC" if r.finished_at else ""
-        if r.version_id:
-            line += f"  \nPromoted to model version #{r.version_id}."
-        elif not r.evaluation:
-            line += "  \n**Evaluate** it against the active model, then **Promote** it."
-    return line
-
-
-def error_line(error: str) -> str:
-    """An error in one line of Markdown. A child process's is "… stopped (exit code 1); the end of its log:"
-    and the log's lines: its first line and its last (the cause) are shown."""
-    lines = [x for x in error.splitlines() if x.strip()] or [""]
-    return text_md(lines[0]) + (f" … {text_md(lines[-1])}" if len(lines) > 1 else "")
-
-
-def curves(rows: list[dict[str, Any]]) -> list[pd.DataFrame]:
-    """One long frame (step, value, metric) per PLOTS entry."""
-    return [curve_frame([{"step": m["step"], "value": float(m[key]), "metric": key} for m in rows
-                         if phase in (None, m.get("phase")) and isinstance(m.get(key), int | float)])
-            for _, _, phase, key in PLOTS]  # fmt: skip
-
-
-def curve_frame(points: list[dict[str, Any]]) -> pd.DataFrame:
-    """Typed even when empty: the plot takes its axes' kinds (numbers, not categories) from the frame."""
-    return pd.DataFrame(points, columns=["step", "value", "metric"]).astype({"step": int, "value": float, "metric": str})
-
-
-def describe_samples(samples: list[dict[str, Any]]) -> str:
-    """The latest rollouts, newest first: question, the gold answers, each step's memory, answer, reward."""
-    if not samples:
-        return "No sample rollouts yet: RL steps write one each (the best of its groups)."
-    parts = []
-    for s in reversed(samples):
-        gold = " | ".join(str(a) for a in s.get("gold") or [])
-        lines = [f"**Step {text_md(s.get('step', '?'))}** · reward {text_md(s.get('reward', '–'))} · question: "
-                 f"{text_md(s.get('question', ''))} · gold: {text_md(gold)}"]
-        lines += [f"{k}. memory after chunk {k}: {text_md(m)}" for k, m in enumerate(s.get("memories") or [], 1)]
-        lines.append(f"\n**Answer:** {text_md(s.get('answer', ''))}")
-        parts.append("\n".join(lines))
-    return "\n\n".join(parts)
-
-
-def eval_view(evaluation: dict[str, Any] | None, done: bool = True) -> tuple[str, dict, pd.DataFrame]:
-    """The evaluation's status line, the side-by-side table and the plot's bars: sub-EM per held-out set,
-    a baseline bar beside a this-run bar (one x category each: Gradio stacks bars of one category), in
-    the table's order. `done`: the run is."""
-    if not evaluation:
-        note = ("Not evaluated yet: **Evaluate** reads the held-out sets with the active model and with this run."
-                if done else "A run is evaluated once it is done.")  # fmt: skip
-        return note, gr.update(value=[], visible=False), bars_frame([])
-    state = evaluation.get("status")
-    if state in ("queued", "running"):
-        note = f"Evaluation {text_md(state)}: the active model and this run read the same held-out sets…"
-    elif state == "failed":
-        note = (f"The evaluation failed: {error_line(evaluation.get('error') or 'no reason given')}  \n"
-                "**Evaluate** tries again.")
-    else:
-        labels = [(evaluation.get(side) or {}).get("label") or name for side, name in
-                  (("baseline", "the active model"), ("candidate", "this run"))]  # fmt: skip
-        note = (f"Baseline: {text_md(labels[0])}; this run: {text_md(labels[1])}. Sub-EM: the gold answer is in "
-                "the answer (or the reverse); EM: exact match.")  # fmt: skip
-    base, candidate = _sets(evaluation.get("baseline")), _sets(evaluation.get("candidate"))
-    mixed = {r.get("group") for r in candidate if r.get("kind") == "all"}  # several kinds: plot their `all` row
-    rows, points = [], []
-    for c in candidate:
-        key = (c.get("suite"), c.get("group"), c.get("kind"))
-        b = next((r for r in base if (r.get("suite"), r.get("group"), r.get("kind")) == key), {})
-        change = f"{c['sub_em'] - b['sub_em']:+.1%}" if "sub_em" in b and "sub_em" in c else ""
-        rows.append([*key, c.get("n", ""), _pct(b.get("sub_em")), _pct(c.get("sub_em")), change,
-                     _pct(b.get("exact_match")), _pct(c.get("exact_match"))])  # fmt: skip
-        if key[1] not in mixed or key[2] == "all":
-            points += [{"set": f"{key[1]} · {name}", "sub_em": float(side["sub_em"]), "model": name}
-                       for side, name in ((b, "baseline"), (c, "this run")) if "sub_em" in side]  # fmt: skip
-    return note, gr.update(value=rows, visible=bool(rows)), bars_frame(points)
-
-
-def _sets(side: object) -> list[dict[str, Any]]:
-    """One side's rows: its `longread eval` summary (per length), then the held-out feedback as one row."""
-    if not isinstance(side, dict):
-        return []
-    rows = [r for r in side.get("summary") or [] if isinstance(r, dict)]
-    cases = side.get("cases")
-    if isinstance(cases, dict) and "sub_em" in cases:
-        rows.append({"suite": "feedback", "group": "held-out feedback", "kind": "readers' questions", **cases})
-    return rows
-
-
-def _pct(value: object) -> str:
-    return f"{value:.1%}" if isinstance(value, int | float) else ""
-
-
-#: the evaluation's bars. Gradio fixes a plot's colours (its legend) when the plot is drawn, not when its
-#: data changes, draws it again with stale data when a property changes, and errs on a plot hidden after a
-#: tab switch: so only the plot's data ever changes, and it has both colours from the start (zero bars
-#: under "–" until there is an evaluation). The curves have one colour each.
-COLORS = {"baseline": "#94a3b8", "this run": "#2563eb"}
-
-
-def bars_frame(points: list[dict[str, Any]]) -> pd.DataFrame:
-    """The evaluation plot's frame; with no bars, zero ones for both sides (see COLORS)."""
-    points = points or [{"set": "–", "sub_em": 0.0, "model": m} for m in COLORS]
-    return pd.DataFrame(points, columns=["set", "sub_em", "model"]).astype({"set": str, "sub_em": float, "model": str})
-
-
-def model_rows(settings: Settings, versions: list[dict[str, Any]]) -> list[list[object]]:
-    """The registry: the base first (active when no version is), then every version."""
-    none_active = not any(v["active"] for v in versions)
-    rows: list[list[object]] = [[0, f"base: {settings.model}", "● active" if none_active else "",
-                                 "the settings' model (LONGREAD_MODEL)", "", f"{settings.model} ({settings.engine})",
-                                 ""]]  # fmt: skip
-    for v in versions:
-        metrics = ", ".join(f"{k} {x:.0%}" for k, x in v["key_metrics"].items())
-        weights = (f"{v['base_model']} + LoRA adapter" if v["adapter_path"] else v["base_model"]) + (
-            f" ({v['engine']})" if v["engine"] else "")
-        rows.append([v["id"], v["name"], "● active" if v["active"] else "", " → ".join(v["lineage"]), metrics,
-                     weights, v["created_at"][:16].replace("T", " ")])  # fmt: skip
-    return rows
 
 
 @dataclass
@@ -286,7 +85,7 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
             return f"**Cannot list the training data:** {text_md(exc)}", *keep[1:]
         docs, questions, held = d.contracts
         return (describe_feedback(d), feedback_rows(d),
-                gr.update(choices=[(f"#{f.id} {f.verdict}: {_one_line(f.question, 60)}", f.id) for f in d.feedback]),
+                gr.update(choices=[(f"#{f.id} {f.verdict}: {one_line(f.question, 60)}", f.id) for f in d.feedback]),
                 gr.update(label=f"Contracts' expert QA: {docs} training documents, {questions} questions "
                           f"({held} documents held out for evaluation)"),
                 gr.update(choices=[(f"{p} ({n} questions)", p) for p, n in d.qa_files],
@@ -309,7 +108,7 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
             samples = training_runs.preview_samples(settings, parse_selection(*choices), user=me())
         except REFUSED as exc:
             return f"**Cannot preview:** {text_md(exc)}", []
-        rows = [[x.source, _one_line(x.question), " | ".join(x.answers), x.doc_tokens, _one_line(x.excerpt, 160)]
+        rows = [[x.source, one_line(x.question), " | ".join(x.answers), x.doc_tokens, one_line(x.excerpt, 160)]
                 for x in samples]  # fmt: skip
         note = (f"{len(rows)} of the samples this selection makes:" if rows else
                 "This selection makes no samples: include feedback, contracts, QA files or synthetic kinds.")

@@ -10,7 +10,7 @@ import pytest
 from app.services import readings
 from app.services.runner import run_readings
 from app.settings import Settings
-from app.ui.gradio_app import BRANCH_COLUMNS
+from app.ui.read_views import BRANCH_COLUMNS
 from tests.browser.test_timeline_ui import TEXT, _seed
 from tests.browser.uihelpers import watch
 from tests.conftest import ARTIFACTS

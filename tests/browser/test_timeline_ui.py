@@ -15,7 +15,7 @@ from app.db import session_scope
 from app.models import Checkpoint, Reading, ReadingStatus
 from app.services.runner import run_readings
 from app.settings import Settings
-from app.ui.gradio_app import diff_spans
+from app.ui.read_views import diff_spans
 from tests.browser.uihelpers import watch
 from tests.conftest import ARTIFACTS
 from tests.fakes import FakeEngine

@@ -15,7 +15,7 @@ from app.models import Reading, ReadingStatus, Worker, utcnow
 from app.services import health
 from app.services.documents import ingest
 from app.services.readings import create_readings, get_reading
-from app.ui.gradio_app import describe_health, describe_progress
+from app.ui.read_views import describe_health, describe_progress
 from app.web import create_app
 
 pytestmark = pytest.mark.integration

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from app.ui.gradio_app import branch_tree
+from app.ui.read_views import branch_tree
 
 
 def _r(id: int, parent: int | None = None, step: int | None = None, question: str = "Who?") -> SimpleNamespace:

@@ -12,7 +12,7 @@ from markdown_it import MarkdownIt
 
 from app.services.registry import lineage
 from app.services.training_runs import RunView
-from app.ui.training_ui import describe_run, eval_view, parse_params, parse_selection
+from app.ui.training_views import describe_run, eval_view, parse_params, parse_selection
 
 IMG = "<img src=x onerror=alert(1)>"
 

@@ -13,7 +13,8 @@ from markdown_it import MarkdownIt
 
 from app.services.feedback import FeedbackView
 from app.services.views import DocumentView, ProgressView
-from app.ui.gradio_app import describe_document, describe_feedback, describe_progress, text_md
+from app.ui.read_views import describe_document, describe_feedback, describe_progress
+from app.ui.text import text_md
 
 # CommonMark with GFM tables and strikethrough: what a Markdown renderer in a browser does.
 MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])

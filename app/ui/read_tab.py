@@ -1,0 +1,492 @@
+"""The Read tab: upload or choose a document, ask, watch the agent read (chunk k of K, its current memory),
+get the answer; then its timeline (edit a memory and resume from it), provenance, branches, comparison and
+feedback."""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import gradio as gr
+from gradio.context import LocalContext
+
+from app.db import session_scope
+from app.services import documents, feedback, health, provenance, readings
+from app.services.documents import UploadError
+from app.services.errors import NotFound
+from app.services.readings import MAX_CHUNK_TOKENS, MAX_MEMORY_TOKENS, MIN_CHUNK_TOKENS, MIN_MEMORY_TOKENS
+from app.services.users import UserView
+from app.services.views import QUEUED
+from app.settings import Settings
+from app.ui.read_views import (
+    BRANCH_COLUMNS,
+    DIFF_COLORS,
+    READING_COLUMNS,
+    SOURCE_COLUMNS,
+    UPLOAD_TYPES,
+    branch_tree,
+    compare_text,
+    describe_document,
+    describe_feedback,
+    describe_progress,
+    describe_step,
+    diff_spans,
+    page_image_html,
+    pages_label,
+    progress_bar,
+    reading_row,
+)
+from app.ui.text import text_md
+
+ACTIVE = {"queued", "running"}
+NOTICE_S = 10.0  # seconds a refused cancel/retry's message stays above the live status
+# An empty reading view: reading id, status, progress bar, memory, answer, timer (made here, outside the
+# page's layout: a Timer made while the tab is built would be rendered as one more component).
+CLOSED = (None, "", "", gr.update(value="", label="Agent memory"), "", gr.Timer(active=False))
+
+
+def _tokens(value: float | None) -> int | None:
+    """A size typed in a Number box: None (the default) when left empty."""
+    return None if value is None else int(value)
+
+
+def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # noqa: ANN201 - its connect()
+    """The tab's components, in the current layout context. Returns `connect(ui, saved, timer, list_timer)`,
+    which wires their events once the page-wide state and timers exist (they live outside the tabs, so
+    they keep running whichever tab is open)."""
+    url = settings.resolved_database_url
+
+    def doc_choices() -> list[tuple[str, int]]:
+        # Failed documents are listed too: choosing one shows why it could not be read.
+        if LocalContext.request.get(None) is None:
+            return []  # building the page: nobody's documents (on_restore fills the menu for the user)
+        return [(f"#{d.id} {d.title}" + ("" if d.status == "ready" else
+                 " (could not be read)" if d.status == "failed" else f" ({d.status})"), d.id)
+                for d in documents.all_documents(settings, user=me())]
+
+    def on_upload(path: str | None, reading_id: int | None, saved: dict | None):
+        """Store and parse the file, then show its document (the earlier one for the same bytes).
+        The upload box is emptied (and Gradio's copy deleted) after."""
+        unchanged = (gr.update(),) * (3 + len(CLOSED))  # info line, table, saved, reading view
+        if not path:
+            return gr.update(), gr.update(), *unchanged
+        file = Path(path)
+        try:
+            size = file.stat().st_size
+            if size > settings.max_upload_mb * 1024 * 1024:
+                return None, gr.update(), (f"**Upload refused:** {text_md(file.name)} is {size / 2**20:.1f} "
+                                           f"MiB, over the {settings.max_upload_mb} MiB limit."), *unchanged[1:]
+            doc, existing = documents.add_document(settings, file.name, file.read_bytes(), user=me())
+            document_id = doc.id
+        except UploadError as exc:
+            return None, gr.update(), f"**Upload refused:** {text_md(exc)}", *unchanged[1:]
+        finally:
+            file.unlink(missing_ok=True)
+        info, *rest = show_document(document_id, reading_id, saved)
+        note = f"Already uploaded as #{document_id}; its readings are below.  \n" if existing else ""
+        return None, gr.update(choices=doc_choices(), value=document_id), note + info, *rest
+
+    def reading_rows(document_id: int | None) -> list[list[object]]:
+        if document_id is None:
+            return []
+        try:
+            return [reading_row(r) for r in readings.document_readings(settings, document_id, user=me())]
+        except NotFound:
+            return []
+
+    def show_document(document_id: int | None, reading_id: int | None, saved: dict | None):
+        """A document chosen (or uploaded): its info line and readings; a reading of another
+        document is closed."""
+        saved = {**(saved or {}), "document": document_id}
+        if document_id is None:
+            return "", [], saved, *CLOSED
+        try:
+            info = describe_document(documents.show_document(settings, document_id, with_page_map=False, user=me()))
+        except NotFound:
+            info = ""
+        keep = reading_id is not None and _document_of(reading_id) == document_id
+        if keep:
+            return info, reading_rows(document_id), saved, *(gr.update(),) * len(CLOSED)
+        return info, reading_rows(document_id), {**saved, "reading": None}, *CLOSED
+
+    def on_refresh(document_id: int | None, shown: list[list[object]] | None):
+        """Readings made elsewhere (the API, another tab) and their progress; no update when
+        nothing changed, so the table does not flicker."""
+        rows = reading_rows(document_id)
+        same = [[str(c) for c in row] for row in rows] == [[str(c) for c in row] for row in (shown or [])]
+        return gr.update() if same else rows
+
+    def _document_of(reading_id: int) -> int | None:
+        try:
+            return readings.show(settings, reading_id, user=me()).document_id
+        except NotFound:
+            return None
+
+    def open_reading(reading_id: int | None):
+        """The reading's question and its live view (status, bar, memory, answer, timer)."""
+        try:
+            r = readings.show(settings, reading_id, user=me()) if reading_id is not None else None
+        except NotFound:
+            r = None
+        if r is None:
+            return None, gr.update(), *CLOSED[1:]
+        return reading_id, r.question, *on_tick(reading_id)
+
+    def on_open(evt: gr.SelectData, saved: dict | None):
+        reading_id = int(evt.row_value[0])
+        return *open_reading(reading_id), {**(saved or {}), "reading": reading_id}
+
+    def on_restore(saved: dict | None):
+        """After a reload: the document and the reading that were open, live if still running."""
+        saved = saved or {}
+        document_id = saved.get("document")
+        choices = doc_choices()
+        if document_id not in {value for _, value in choices}:  # nothing to restore: leave the page be
+            return gr.update(choices=choices), *(gr.update(),) * (4 + len(CLOSED[1:]))
+        info, rows, *_ = show_document(document_id, None, saved)
+        return (gr.update(choices=choices, value=document_id), info, rows,
+                *open_reading(saved.get("reading")))
+
+    def on_ask(document_id: int | None, question: str, more: str, chunk_tokens: float, memory_tokens: float,
+               saved: dict | None):
+        reading_id, *view = _ask(document_id, question, more, chunk_tokens, memory_tokens)
+        return reading_id, *view, reading_rows(document_id), {**(saved or {}), "reading": reading_id}
+
+    def _ask(document_id: int | None, question: str, more: str, chunk_tokens: float, memory_tokens: float):
+        """Ask the question, and any more (one a line): read together in one pass; the first one opens."""
+        if document_id is None:
+            return None, "Upload or choose a document first.", "", "", "", gr.Timer(active=False)
+        questions = [question] + [line for line in (more or "").splitlines() if line.strip()]
+        try:
+            asked = readings.ask(settings, document_id, questions, _tokens(chunk_tokens), _tokens(memory_tokens),
+                                 user=me())
+        except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
+            return None, f"**Cannot ask:** {text_md(exc)}", "", "", "", gr.Timer(active=False)
+        also = (f" ({len(asked) - 1} more question{'s' if len(asked) > 2 else ''} read in the same pass: "
+                "open them from the list below)") if len(asked) > 1 else ""  # fmt: skip
+        return (asked[0].id, f"Queued: waiting for a worker…{also}", progress_bar(QUEUED, "queued"), "", "",
+                gr.Timer(active=True))
+
+    def on_cancel(reading_id: int | None):
+        return _act(readings.cancel, reading_id)
+
+    def on_retry(reading_id: int | None):
+        return _act(readings.retry, reading_id)
+
+    def _act(action: Callable[..., object], reading_id: int | None):
+        """Cancel or retry the open reading, then show it as it is now, under why it could not be done:
+        that notice stays above the live status for NOTICE_S (a tick in flight would otherwise wipe it)."""
+        if reading_id is None:
+            return gr.update(), gr.update(), gr.update(), gr.update(), gr.Timer(active=False), None
+        try:
+            action(settings, reading_id, user=me())
+        except (NotFound, ValueError) as exc:
+            notice = (reading_id, f"**Cannot {action.__name__}:** {text_md(exc)}", time.monotonic() + NOTICE_S)
+            return *on_tick(reading_id, notice), notice
+        return *on_tick(reading_id), None
+
+    def on_tick(reading_id: int | None, notice: tuple[int, str, float] | None = None):
+        """The open reading's status, bar, memory, answer and timer; an unexpired `notice` (reading id,
+        message, until) of this reading heads the status."""
+        note = notice[1] if notice and notice[0] == reading_id and time.monotonic() < notice[2] else None
+        if reading_id is None:
+            return gr.update(), gr.update(), gr.update(), gr.update(), gr.Timer(active=False)
+        try:
+            r = readings.show(settings, reading_id, user=me())
+        except NotFound:
+            return note or gr.update(), gr.update(), gr.update(), gr.update(), gr.Timer(active=False)
+        with session_scope(url) as s:
+            h = health.health(s)
+        last = r.checkpoints[-1] if r.checkpoints else None
+        if last:
+            doc = documents.show_document(settings, r.document_id, user=me())
+            where = pages_label(last.first_page, last.last_page, doc.page_unit, [p.label for p in doc.page_map or []])
+        memory_label = f"Agent memory after chunk {last.step} ({where})" if last else "Agent memory"
+        p, status, error, answer = r.progress, r.status, r.error, r.answer
+        memory = last.memory if last else ""
+        return (
+            f"{note}  \n{describe_progress(status, p, error, h)}" if note else describe_progress(status, p, error, h),
+            progress_bar(p, status),
+            gr.update(value=memory, label=memory_label),
+            answer or "",
+            gr.Timer(active=status in ACTIVE),
+        )
+
+    def show_feedback(reading_id: int | None, note: str = ""):
+        if reading_id is None:
+            return ""
+        try:
+            return describe_feedback(feedback.reading_feedback(settings, reading_id, user=me()), note)
+        except NotFound:
+            return ""
+
+    def on_feedback(reading_id: int | None, verdict: str | None, corrected: str, comment: str):
+        """Save the verdict on the open reading's answer; the form is emptied once it is saved."""
+        keep = (gr.update(),) * 3
+        if reading_id is None:
+            return "**Cannot save feedback:** open a reading first.", *keep
+        if not verdict:
+            return show_feedback(reading_id, "**Cannot save feedback:** choose correct or incorrect.  \n"), *keep
+        try:
+            saved = feedback.add_feedback(settings, reading_id, verdict, corrected, comment, user=me())
+        except (NotFound, ValueError) as exc:  # FeedbackError is a ValueError
+            return show_feedback(reading_id, f"**Cannot save feedback:** {text_md(exc)}  \n"), *keep
+        return show_feedback(reading_id, f"Saved: {text_md(saved.verdict)}.  \n"), None, "", ""
+
+    NO_STEP = ("No checkpoint yet: the timeline fills as the agent reads.", "", "", [], gr.update(interactive=False))
+
+    def show_step(reading_id: int | None, k: float | None):
+        """Step k of the open reading: where it read, the chunk's text (loaded now, one step at a time),
+        the memory it wrote (editable) and the change from step k-1, word by word."""
+        if reading_id is None or k is None:
+            return NO_STEP
+        try:
+            v = readings.step(settings, reading_id, int(k), user=me())
+        except (NotFound, ValueError):
+            return NO_STEP
+        return (describe_step(v), v.checkpoint.chunk or "", v.checkpoint.memory,
+                diff_spans(v.previous_memory, v.checkpoint.memory), gr.update(interactive=True))
+
+    def load_timeline(reading_id: int | None):
+        """The open reading's timeline, at its last step; the slider spans every step."""
+        try:
+            n = len(readings.show(settings, reading_id, user=me()).checkpoints) if reading_id is not None else 0
+        except NotFound:
+            n = 0
+        if n == 0:
+            return gr.update(minimum=0, maximum=1, value=0, interactive=False), *NO_STEP
+        return gr.update(minimum=1, maximum=max(n, 2), value=n, interactive=n > 1), *show_step(reading_id, n)
+
+    def on_resume(reading_id: int | None, k: float | None, memory_text: str, document_id: int | None,
+                  saved: dict | None):
+        """Make a branch from the edited memory at step k and open it: it reads on from chunk k+1."""
+        keep = (gr.update(),) * 9
+        if reading_id is None or not k:
+            return "**Cannot resume:** open a reading and choose a step first.", *keep
+        try:
+            who = me()
+            branch = readings.edit(settings, reading_id, int(k), memory_text,
+                                   edited_by=f"ui:{who.username}" if who else "ui", user=who)
+        except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
+            return f"**Cannot resume:** {text_md(exc)}", *keep
+        note = (f"Branch #{branch.id} of #{reading_id} made at step {int(k)}: "
+                + ("it writes a new answer." if branch.cursor >= (branch.total_chunks or 0) else
+                   f"it reads on from chunk {int(k) + 1}."))  # fmt: skip
+        return (note, *open_reading(branch.id), {**(saved or {}), "reading": branch.id},
+                reading_rows(document_id))
+
+    def compare_choices(reading_id: int | None):
+        """The other readings of the open reading's document, to compare answers with; this one on the left."""
+        try:
+            r = readings.show(settings, reading_id, user=me()) if reading_id is not None else None
+        except NotFound:
+            r = None
+        if r is None:
+            return gr.update(choices=[], value=None), gr.update(value="", label="This reading"), ""
+        others = [(f"#{o.id} " + (f"(branch of #{o.parent_reading_id} at step {o.branched_at_step}) " if
+                                  o.parent_reading_id else "") + f"{' '.join(o.question.split())[:80]} · {o.status}", o.id)
+                  for o in readings.document_readings(settings, r.document_id, user=me()) if o.id != r.id]  # fmt: skip
+        return (gr.update(choices=others, value=None), gr.update(value=compare_text(r), label=f"This reading (#{r.id})"),
+                gr.update(value="", label="The other reading"))  # fmt: skip
+
+    def on_compare(reading_id: int | None, other_id: int | None):
+        if reading_id is None or other_id is None:
+            return gr.update(), gr.update(value="", label="The other reading")
+        try:
+            this, other = readings.show(settings, reading_id, user=me()), readings.show(settings, int(other_id), user=me())
+        except NotFound:
+            return gr.update(), gr.update(value="", label="The other reading")
+        return (gr.update(value=compare_text(this), label=f"This reading (#{this.id})"),
+                gr.update(value=compare_text(other), label=f"The other reading (#{other.id})"))  # fmt: skip
+
+    def load_provenance(reading_id: int | None):
+        """Each sentence of the final memory and the answer, with the step it entered the memory at."""
+        empty = [], [], [], "Open a reading: where each sentence of its memory and answer came from shows here."
+        if reading_id is None:
+            return *empty, gr.update(value="", visible=False)
+        try:
+            who = me()
+            sources = provenance.provenance(settings, reading_id, user=who)
+            doc = documents.show_document(settings, readings.show(settings, reading_id, user=who).document_id, user=who)
+        except NotFound:
+            return *empty, gr.update(value="", visible=False)
+        labels = [p.label for p in doc.page_map or []]
+        rows = [[x.part, " ".join(x.sentence.split()), x.step if x.step else "–",
+                 (pages_label(x.first_page, x.last_page, doc.page_unit, labels)
+                  + (" (memory edited there)" if x.origin == "edited" else "")) if x.step else "not in the memory"]
+                for x in sources]  # fmt: skip
+        starts = [p.start for p in doc.page_map or []] if doc.format == "pdf" else []
+        keep = [[x.passage_start, x.passage_end, x.step, doc.id,
+                 bisect.bisect_right(starts, x.passage_start) if starts and x.passage_start is not None else None]
+                for x in sources]  # fmt: skip
+        note = "Choose a sentence to see the passage it came from." if rows else "No memory yet."
+        return rows, keep, [], note, gr.update(value="", visible=False)
+
+    def on_source(evt: gr.SelectData, reading_id: int | None, kept: list | None):
+        """The chosen sentence's passage, highlighted in its place in the document; for a PDF, beside it
+        the page it is printed on, as an image (GET /api/documents/{id}/pages/{n}.png)."""
+        row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
+        if reading_id is None or not kept or row >= len(kept) or kept[row][0] is None:
+            return ([], "That sentence is in no memory the agent wrote, so it has no passage.",
+                    gr.update(value="", visible=False))  # fmt: skip
+        start, end, k, document_id, page = (kept[row] + [None, None])[:5]
+        before, passage, after = provenance.passage_in_context(settings, reading_id, start, end, user=me())
+        note = f"The passage of step {k}'s chunk that matches it best (characters {start:,}–{end:,})"
+        image = gr.update(value="", visible=False)
+        if page:
+            note += f", printed on page {int(page)} of the PDF (beside it)"
+            image = gr.update(value=page_image_html(int(document_id), int(page)), visible=True)
+        return [(before, None), (passage, "source"), (after, None)], note + ".", image
+
+    def load_branches(reading_id: int | None):
+        """The open reading's family as a tree (the original, its branches, theirs): choose one to open it."""
+        if reading_id is None:
+            return [], ""
+        try:
+            who = me()
+            family = branch_tree(readings.document_readings(settings, readings.show(settings, reading_id,
+                                                                                    user=who).document_id, user=who),
+                                 reading_id)  # fmt: skip
+        except NotFound:
+            return [], ""
+        note = ("No branches yet: edit a memory in the timeline and resume from it to make one." if len(family) <= 1
+                else f"{len(family) - 1} branch{'es' if len(family) > 2 else ''}: choose one to open it.")
+        return family, note
+
+    def on_branches_refresh(reading_id: int | None, shown: list[list[object]] | None):
+        """Branches made elsewhere and their progress; no update when nothing changed (no flicker)."""
+        rows, note = load_branches(reading_id)
+        same = [[str(c) for c in row] for row in rows] == [[str(c) for c in row] for row in (shown or [])]
+        return (gr.update(), gr.update()) if same else (rows, note)
+
+
+    reading_id = gr.State(None)
+    notice = gr.State(None)  # why the last cancel/retry was refused: see _act
+    with gr.Row():
+        with gr.Column(scale=1, min_width=320):
+            upload = gr.File(label=f"Upload (PDF, DOCX, EPUB, HTML, MD, TXT; at most {settings.max_upload_mb} MiB)",
+                             file_types=UPLOAD_TYPES, elem_id="upload")
+            document = gr.Dropdown(label="Document", choices=doc_choices(), value=None,
+                                   elem_id="document")
+            doc_info = gr.Markdown(elem_id="doc-info", latex_delimiters=[])
+        with gr.Column(scale=2):
+            question = gr.Textbox(label="Question", placeholder="Which law governs this agreement?",
+                                  elem_id="question")
+            with gr.Accordion("More questions at once", open=False, elem_id="more-box"):
+                more_questions = gr.Textbox(label="More questions, one a line: read together with the one "
+                                            "above, in one pass", lines=3, elem_id="more-questions")
+            with gr.Accordion("Reading settings", open=False):
+                # Limits are the service's (a clear "Cannot ask" message), not Gradio's.
+                chunk_tokens = gr.Number(settings.chunk_tokens, precision=0, elem_id="chunk-tokens",
+                                         label=f"Chunk tokens ({MIN_CHUNK_TOKENS:,}–{MAX_CHUNK_TOKENS:,})")
+                memory_tokens = gr.Number(settings.memory_tokens, precision=0, elem_id="memory-tokens",
+                                          label=f"Memory tokens ({MIN_MEMORY_TOKENS:,}–{MAX_MEMORY_TOKENS:,})")
+            ask = gr.Button("Ask", variant="primary", elem_id="ask")
+            status = gr.Markdown(elem_id="status", latex_delimiters=[])
+            bar = gr.HTML(elem_id="progress")
+            with gr.Row():
+                cancel = gr.Button("Cancel reading", size="sm", elem_id="cancel")
+                retry = gr.Button("Resume reading", size="sm", elem_id="retry")
+            memory = gr.Textbox(label="Agent memory", lines=6, interactive=False, elem_id="memory")
+            answer = gr.Textbox(label="Answer", interactive=False, elem_id="answer")
+            with gr.Accordion("Timeline: the memory after each chunk (edit one and resume from it)",
+                              open=False, elem_id="timeline") as timeline:
+                step_slider = gr.Slider(0, 1, value=0, step=1, label="Step (arrow keys move through the steps)",
+                                        interactive=False, elem_id="step")
+                step_info = gr.Markdown(elem_id="step-info", latex_delimiters=[])
+                with gr.Row():
+                    step_chunk = gr.Textbox(label="The chunk the agent read", lines=8, max_lines=16,
+                                            interactive=False, elem_id="step-chunk")
+                    step_memory = gr.Textbox(label="The memory it wrote (edit it, then resume from it)", lines=8,
+                                             max_lines=16, interactive=True, elem_id="step-memory")
+                step_diff = gr.HighlightedText(label="Change from the step before", combine_adjacent=False,
+                                               show_legend=True, show_inline_category=False,
+                                               color_map=DIFF_COLORS, elem_id="step-diff")
+                resume = gr.Button("Resume from this memory (a new branch)", size="sm", interactive=False,
+                                   elem_id="resume-edit")
+                edit_msg = gr.Markdown(elem_id="edit-msg", latex_delimiters=[])
+            with gr.Accordion("Where it came from: each sentence of the memory and the answer, and its passage",
+                              open=False, elem_id="provenance") as provenance_box:
+                sources = gr.Dataframe(value=[], headers=SOURCE_COLUMNS, type="array", interactive=False,
+                                       wrap=True, max_height=300, elem_id="sources",
+                                       column_widths=["10%", "55%", "12%", "23%"])
+                source_note = gr.Markdown(elem_id="source-note", latex_delimiters=[])
+                with gr.Row():
+                    source_passage = gr.HighlightedText(label="The passage, in its place in the document",
+                                                        combine_adjacent=False, show_legend=False,
+                                                        show_inline_category=False,
+                                                        color_map={"source": "yellow"}, elem_id="source-passage")
+                    source_page = gr.HTML(visible=False, elem_id="source-page")
+                source_spans = gr.State([])
+            with gr.Group(elem_id="branches-box"):
+                branches_note = gr.Markdown(elem_id="branches-note", latex_delimiters=[])
+                branches_table = gr.Dataframe(value=[], headers=BRANCH_COLUMNS, type="array", interactive=False,
+                                              wrap=True, max_height=260, elem_id="branches",
+                                              label="Branches: this reading's family as a tree (choose one to "
+                                              "open it)", column_widths=["8%", "52%", "12%", "28%"])
+            with gr.Accordion("Compare answers: this reading beside another of the document (a branch, say)",
+                              open=False, elem_id="compare") as compare_box:
+                compare_with = gr.Dropdown(label="Compare with", choices=[], value=None, elem_id="compare-with")
+                with gr.Row():
+                    compare_left = gr.Textbox(label="This reading", lines=6, max_lines=20, interactive=False,
+                                              elem_id="compare-left")
+                    compare_right = gr.Textbox(label="The other reading", lines=6, max_lines=20,
+                                               interactive=False, elem_id="compare-right")
+            with gr.Group(elem_id="feedback"):
+                verdict = gr.Radio(["correct", "incorrect"], label="Your verdict on this answer",
+                                   elem_id="verdict")
+                corrected = gr.Textbox(label="The right answer (if it is wrong)", elem_id="corrected-answer")
+                comment = gr.Textbox(label="Comment", elem_id="feedback-comment")
+                save_feedback = gr.Button("Save feedback", size="sm", elem_id="save-feedback")
+            feedback_list = gr.Markdown(elem_id="feedback-list", latex_delimiters=[])
+    readings_table = gr.Dataframe(value=[], headers=READING_COLUMNS, type="array", interactive=False,
+                                  wrap=True, max_height=360, elem_id="readings",
+                                  label="Readings of this document: choose one to open it",
+                                  column_widths=["6%", "30%", "12%", "30%", "10%", "12%"])
+
+    def connect(ui: gr.Blocks, saved: gr.BrowserState, timer: gr.Timer, list_timer: gr.Timer) -> None:
+        # show_progress="hidden": no Gradio spinner or timer ("0.2s") over the info and status lines.
+        # `input`, not `change`: a document set by the code (upload, reload) is shown by that code.
+        view = [reading_id, status, bar, memory, answer, timer]
+        shown = [doc_info, readings_table, saved, *view]
+        upload.upload(on_upload, [upload, reading_id, saved], [upload, document, *shown], show_progress="hidden")
+        document.input(show_document, [document, reading_id, saved], shown, show_progress="hidden")
+        ask.click(on_ask, [document, question, more_questions, chunk_tokens, memory_tokens, saved],
+                  [*view, readings_table, saved], show_progress="hidden")
+        readings_table.select(on_open, saved, [reading_id, question, *view[1:], saved], show_progress="hidden")
+        list_timer.tick(on_refresh, [document, readings_table], readings_table, show_progress="hidden")
+        timer.tick(on_tick, [reading_id, notice], [status, bar, memory, answer, timer], show_progress="hidden")
+        cancel.click(on_cancel, reading_id, [status, bar, memory, answer, timer, notice], show_progress="hidden")
+        reading_id.change(show_feedback, reading_id, feedback_list, show_progress="hidden")
+        step_view = [step_info, step_chunk, step_memory, step_diff, resume]
+        reading_id.change(load_timeline, reading_id, [step_slider, *step_view], show_progress="hidden")
+        timeline.expand(load_timeline, reading_id, [step_slider, *step_view], show_progress="hidden")
+        step_slider.change(show_step, [reading_id, step_slider], step_view, show_progress="hidden")
+        provenance_view = [sources, source_spans, source_passage, source_note, source_page]
+        reading_id.change(load_provenance, reading_id, provenance_view, show_progress="hidden")
+        provenance_box.expand(load_provenance, reading_id, provenance_view, show_progress="hidden")
+        sources.select(on_source, [reading_id, source_spans], [source_passage, source_note, source_page],
+                       show_progress="hidden")
+        branch_view = [branches_table, branches_note]
+        reading_id.change(load_branches, reading_id, branch_view, show_progress="hidden")
+        list_timer.tick(on_branches_refresh, [reading_id, branches_table], branch_view, show_progress="hidden")
+        # While a reading runs, its rows in both tables follow it every second, not every three.
+        timer.tick(on_branches_refresh, [reading_id, branches_table], branch_view, show_progress="hidden")
+        timer.tick(on_refresh, [document, readings_table], readings_table, show_progress="hidden")
+        branches_table.select(on_open, saved, [reading_id, question, *view[1:], saved], show_progress="hidden")
+        compare_view = [compare_with, compare_left, compare_right]
+        reading_id.change(compare_choices, reading_id, compare_view, show_progress="hidden")
+        compare_box.expand(compare_choices, reading_id, compare_view, show_progress="hidden")
+        compare_with.input(on_compare, [reading_id, compare_with], [compare_left, compare_right],
+                           show_progress="hidden")
+        resume.click(on_resume, [reading_id, step_slider, step_memory, document, saved],
+                     [edit_msg, reading_id, question, *view[1:], saved, readings_table], show_progress="hidden")
+        save_feedback.click(on_feedback, [reading_id, verdict, corrected, comment],
+                            [feedback_list, verdict, corrected, comment], show_progress="hidden")
+        retry.click(on_retry, reading_id, [status, bar, memory, answer, timer, notice], show_progress="hidden")
+        ui.load(on_restore, saved, [document, doc_info, readings_table, reading_id, question, *view[1:]],
+                show_progress="hidden")
+
+    return connect

@@ -1,0 +1,215 @@
+"""What the Read tab shows, as text, rows and HTML: a document's info line, a reading's status line and
+progress bar, its timeline step, branch tree, answer comparison and feedback. Pure functions of the
+services' views, so they are tested without a browser."""
+
+from __future__ import annotations
+
+from app.services.feedback import FeedbackView
+from app.services.health import Health
+from app.services.views import DocumentView, ProgressView, ReadingView, StepView, word_diff
+from app.ui.text import fmt_seconds, text_md
+
+
+def pages_label(first: int, last: int, unit: str = "page", labels: list[str] | None = None) -> str:
+    """Where a chunk came from: "page 3", "pages 3–4", or for sections their headings too:
+    "section 2: Chapter 1", "sections 2–3: Chapter 1 – Chapter 2"."""
+    span = f"{unit} {first}" if first == last else f"{unit}s {first}–{last}"
+    if unit == "page" or not labels or last > len(labels) or {labels[first - 1], labels[last - 1]} == {"Start"}:
+        return span
+    names = labels[first - 1] if first == last else f"{labels[first - 1]} – {labels[last - 1]}"
+    return f"{span}: {names}"
+
+
+def describe_document(d: DocumentView) -> str:
+    """What a person sees before asking: title, format, pages or sections, size, tokens, and how
+    long one question will take on the active engine."""
+    if d.status == "failed":
+        return f"**{text_md(d.title)}** could not be read: {text_md(d.error)}"
+    unit = d.page_unit if d.pages == 1 else f"{d.page_unit}s"
+    line = (
+        f"**{text_md(d.title)}** · {FORMAT_NAMES.get(d.format, text_md(d.format.upper()))} · {d.pages:,} {unit} · "
+        f"{d.char_count:,} characters · {d.token_count or 0:,} tokens"
+    )
+    e = d.estimate
+    if e is not None and e.chunks:
+        chunks = f"{e.chunks:,} chunk{'s' if e.chunks != 1 else ''} of {e.chunk_tokens} tokens"
+        if e.seconds is None:
+            line += f"  \nOne question reads {chunks} on {text_md(e.engine)} (no speed figure for it yet)."
+        else:
+            line += (f"  \nOne question: about {fmt_seconds(e.seconds)} to read {chunks} "
+                     f"on {text_md(e.engine)} ({text_md(e.basis)}).")
+    return line
+
+
+#: Gradio refuses larger files itself, with a message that disappears and a bare "Error" left in
+#: the upload box; up to this many times our limit, on_upload refuses them with a message that stays.
+UPLOAD_HEADROOM = 4
+
+FORMAT_NAMES = {"pdf": "PDF", "docx": "DOCX", "epub": "EPUB", "html": "HTML", "md": "Markdown", "txt": "TXT"}
+UPLOAD_TYPES = [".pdf", ".docx", ".epub", ".html", ".htm", ".xhtml", ".md", ".markdown", ".txt"]
+
+
+def describe_progress(status: str, p: ProgressView, error: str | None, h: Health | None = None) -> str:
+    """The reading's status line. Reading time and waiting time are apart: time spent waiting for a
+    worker is not reading, and while nothing reads the reading there is no ETA (`h`: the workers' state)."""
+    waited = f" (waited {fmt_seconds(p.waiting_s)})" if p.waiting_s and p.waiting_s >= 1 else ""
+    if status == "queued":
+        if error:  # put back in the queue by its worker: the model server is unreachable (app/services/runner.py)
+            return f"Queued, {text_md(error)}; it reads on from its last checkpoint by itself when it answers{waited}."
+        if h is not None and h.engine_state == "none":
+            return f"Queued: no worker is running; it starts when one does{waited}."
+        if h is not None and h.engine_state == "starting":
+            return f"Queued: waiting for the model to start{waited}…"
+        if h is not None and h.engine_state == "failed":
+            return f"Queued: the model failed to start (see above){waited}."
+        return "Queued: waiting for a worker…"
+    if status == "failed":
+        return f"Failed after chunk {p.step} of {p.total}: {text_md(error)}"
+    if status == "cancelled":
+        where = f"after chunk {p.step} of {p.total}" if p.total else "before its first chunk"
+        return f"Cancelled {where}: **Resume reading** carries on from there."
+    total = p.total or 0
+    if status == "done":
+        return (f"Done: read {total} chunk{'s' if total != 1 else ''} in {fmt_seconds(p.reading_s)}"
+                f"{waited}.")
+    if p.stalled or (h is not None and h.engine_state == "none"):
+        return (f"Paused after chunk {p.step} of {total}: no worker is reading it; it resumes where it "
+                f"stopped when a worker takes it up · read {fmt_seconds(p.reading_s)}{waited}")
+    step = min(p.step + 1, total)
+    phase = f"Reading chunk {step} of {total}" if p.step < total else "Writing the answer"
+    return f"{phase} · read {fmt_seconds(p.reading_s)} · ETA {fmt_seconds(p.eta_s)}{waited}"
+
+
+def describe_health(h: Health) -> str:
+    """The page's status line: is a worker alive, is the model starting, ready or failed."""
+    return f"**Status:** {text_md(h.summary())}"
+
+
+def describe_feedback(views: list[FeedbackView], note: str = "") -> str:
+    """The verdicts given on the open reading's answer, newest first, every value as text; `note`
+    (already Markdown) goes first: what just happened."""
+    lines = [note] if note else []
+    if not views:
+        lines.append("No feedback on this answer yet.")
+    for v in views:
+        line = f"- {v.created_at:%Y-%m-%d %H:%M} · **{text_md(v.verdict)}**"
+        if v.corrected_answer:
+            line += f" · right answer: {text_md(v.corrected_answer)}"
+        if v.comment:
+            line += f" · comment: {text_md(v.comment)}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+SOURCE_COLUMNS = ["Part", "Sentence", "Entered at step", "Where"]
+
+
+READING_COLUMNS = ["#", "Question", "Status", "Answer", "Branch of", "Asked (UTC)"]
+
+
+def reading_row(r: ReadingView) -> list[object]:
+    """A document's readings table: one line per reading. The table shows cells as text."""
+    status = r.status
+    if status == "running" and r.total_chunks:
+        status = f"reading {min(r.cursor + 1, r.total_chunks)} of {r.total_chunks}"
+    answer = " ".join((r.answer or "").split())
+    branch = f"#{r.parent_reading_id} at step {r.branched_at_step}" if r.parent_reading_id else ""
+    return [r.id, " ".join(r.question.split())[:200], status, answer[:200] + ("…" if len(answer) > 200 else ""),
+            branch, f"{r.created_at:%Y-%m-%d %H:%M}" if r.created_at else ""]
+
+
+BRANCH_COLUMNS = ["#", "Branch", "Status", "Answer"]
+_NB = "\u00a0"  # a space the table keeps: the tree's indentation
+
+
+def branch_tree(family: list[ReadingView], open_id: int | None) -> list[list[object]]:
+    """The open reading's family as a tree, one row per reading: the reading it all started from, then
+    each branch under the reading it was made from ("├─ ", "└─ " and "│" prefixes, deeper for a branch
+    of a branch), by id. The open reading is marked. Cells are text (the table shows them as text)."""
+    by_id = {r.id: r for r in family}
+    root = by_id.get(open_id) if open_id is not None else None
+    if root is None:
+        return []
+    seen = {root.id}
+    while root.parent_reading_id in by_id and root.parent_reading_id not in seen:  # up to the original
+        root = by_id[root.parent_reading_id]
+        seen.add(root.id)
+    children: dict[int, list[ReadingView]] = {}
+    for r in sorted(family, key=lambda r: r.id):
+        if r.parent_reading_id is not None:
+            children.setdefault(r.parent_reading_id, []).append(r)
+    rows: list[list[object]] = []
+
+    def walk(r: ReadingView, lead: str, branch: str, done: set[int]) -> None:
+        if r.id in done:  # a cycle cannot happen (a branch is newer than its parent); never loop if it did
+            return
+        done.add(r.id)
+        what = (f"#{r.id} branch at step {r.branched_at_step}" if r.parent_reading_id
+                else f"#{r.id} original: {' '.join(r.question.split())[:80]}")  # fmt: skip
+        mark = " ◀ open" if r.id == open_id else ""
+        answer = " ".join((r.answer or "").split())
+        rows.append([r.id, lead + branch + what + mark, r.status,
+                     answer[:120] + ("…" if len(answer) > 120 else "")])  # fmt: skip
+        kids = children.get(r.id, [])
+        below = lead + ("" if not branch else ("│" + _NB * 3 if branch.startswith("├") else _NB * 4))
+        for i, kid in enumerate(kids):
+            walk(kid, below, ("└─" if i == len(kids) - 1 else "├─") + _NB, done)
+
+    walk(root, "", "", set())
+    return rows
+
+
+DIFF_COLORS = {"added": "green", "dropped": "red"}
+
+
+def diff_spans(old: str | None, new: str) -> list[tuple[str, str | None]]:
+    """The memory's change from the step before as (text, "added" | "dropped" | None) spans: the
+    HighlightedText shows them as text, the categories as colours with a legend."""
+    names = {"+": "added", "-": "dropped", None: None}
+    return [(text, names[kind]) for text, kind in word_diff(old, new)]
+
+
+def compare_text(r: ReadingView) -> str:
+    """One side of "Compare answers": a reading's answer, its final memory and where it came from."""
+    origin = (f"branch of #{r.parent_reading_id}, memory edited at step {r.branched_at_step}"
+              if r.parent_reading_id else "read from the start")  # fmt: skip
+    final = r.checkpoints[-1].memory if r.checkpoints else "(none yet)"
+    return (f"Answer: {r.answer if r.answer is not None else '(none yet: ' + r.status + ')'}\n\n"
+            f"Final memory: {final}\n\n#{r.id} · {r.status} · {origin}")  # fmt: skip
+
+
+def describe_step(v: StepView) -> str:
+    """The timeline's line for one step: which step, where its chunk came from, who wrote the memory."""
+    c = v.checkpoint
+    line = (f"**Step {c.step} of {v.steps}** · {text_md(pages_label(c.first_page, c.last_page, v.page_unit, v.page_labels))}"
+            f" · characters {c.start_char:,}–{c.end_char:,}")  # fmt: skip
+    if c.origin == "edited":
+        by = f" by {text_md(c.edited_by)}" if c.edited_by else ""
+        when = f" on {c.created_at:%Y-%m-%d %H:%M} UTC" if c.created_at else ""
+        line += f" · memory edited{by}{when}"
+    else:
+        line += " · memory written by the agent"
+    if v.parent_reading_id:
+        line += f"  \nThis reading is a branch of #{v.parent_reading_id}, edited at step {v.branched_at_step}."
+    return line
+
+
+def page_image_html(document_id: int, page: int) -> str:
+    """A PDF page as an image beside its passage: served by the API (GET /api/documents/{id}/pages/{n}.png,
+    rendered once and cached). Only the two numbers go into the HTML."""
+    src = f"/api/documents/{int(document_id)}/pages/{int(page)}.png"
+    return (f'<figure class="lr-page"><a href="{src}" target="_blank" rel="noopener">'
+            f'<img src="{src}" alt="Page {int(page)} of the PDF" loading="lazy" '
+            f'style="max-width:100%;border:1px solid #ccc"></a>'
+            f"<figcaption>Page {int(page)} (click to open it full size)</figcaption></figure>")
+
+
+def progress_bar(p: ProgressView, status: str) -> str:
+    total = p.total or 0
+    pct = 100 if status == "done" else (int(100 * p.step / total) if total else 0)
+    return (
+        f'<div class="lr-bar" role="progressbar" aria-valuenow="{pct}" aria-valuemin="0" '
+        f'aria-valuemax="100"><div class="lr-fill" style="width:{pct}%"></div></div>'
+    )
+
+
