@@ -17,8 +17,10 @@ from pathlib import Path
 
 from app.documents.detect import decode_text
 from app.documents.parsing import _TXT_HEADING
+from training.tasks import (
+    DATA_DIR as DATA,  # LONGREAD_SHARED_DATA, else ../shared/data beside the checkout
+)
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 BOOKS = DATA / "books"
 CONTRACTS = DATA / "contracts"
 FORMATS = ("txt", "md", "html", "docx", "epub")

@@ -1,10 +1,10 @@
-from pathlib import Path
 
 import pytest
 
 from inference.chunking import split_into_chunks
+from training.tasks import BOOKS_DIR
 
-BOOK = Path(__file__).resolve().parents[3] / "shared" / "data" / "books" / "pg84.txt"
+BOOK = BOOKS_DIR / "pg84.txt"
 
 
 @pytest.fixture(scope="module")
