@@ -26,7 +26,13 @@ from app.services import documents, feedback, readings
 from app.services.errors import NotFound
 from app.services.models import active_version, key_metrics
 from app.services.runner import run_readings
-from app.services.training_runs import DataSelection, RunError, RunParams
+from app.services.training_runs import (
+    DataSelection,
+    RunError,
+    RunParams,
+    lifecycle,
+    shared,
+)
 from app.services.users import Forbidden, add_user
 from app.settings import Settings
 from tests.conftest import MODEL_CACHE
@@ -81,8 +87,9 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def test_doctests() -> None:
-    result = doctest.testmod(training_runs)
+@pytest.mark.parametrize("module", [shared, lifecycle])
+def test_doctests(module) -> None:
+    result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
 
 

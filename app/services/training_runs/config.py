@@ -1,0 +1,59 @@
+"""A run's TrainConfig: the `small` preset, then the version it starts from, then the form's values."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from sqlalchemy.orm import Session
+
+from app.models import ModelVersion
+from app.services.errors import NotFound, valid_id
+from app.services.models import active_version
+from app.services.training_runs.shared import (
+    DataSelection,
+    RunError,
+    RunParams,
+    curriculum,
+)
+from app.settings import Settings
+from inference.models import READER, READER_ADAPTER, base_of
+from training.config import ConfigError, TrainConfig, make_config
+
+
+def start_point(s: Session, settings: Settings, start_version_id: int | None) -> tuple[ModelVersion | None, dict]:
+    """The version a run trains from (the given one, else the active one; None: the settings' model) and
+    the config fields it sets: its base model, its adapter as the starting point, its reading sizes."""
+    if start_version_id is not None:
+        version = s.get(ModelVersion, start_version_id) if valid_id(start_version_id) else None
+        if version is None:
+            raise NotFound(f"no model version {start_version_id}")
+    else:
+        version = active_version(s)
+    model = version.base_model if version else settings.model
+    adapter = version.adapter_path if version else None
+    if adapter is None and model == READER:  # the bundled reader is the bundled model with its adapter
+        adapter = str(READER_ADAPTER)
+    return version, {
+        "model": base_of(model), "init_adapter": adapter,
+        "template_set": version.template_set if version else settings.template_set,
+        "chunk_tokens": (version and version.chunk_tokens) or settings.chunk_tokens,
+        "memory_tokens": (version and version.memory_tokens) or settings.memory_tokens,
+        "answer_tokens": settings.answer_tokens,
+    }  # fmt: skip
+
+
+def run_config(selection: DataSelection, params: RunParams, start: dict, feedback: list[Path]) -> TrainConfig:
+    """The `small` preset, then the start version's fields, then the form's; RunError lists what to fix.
+    `params.extra` may set any other field, and other data fields under "data"."""
+    extra = dict(params.extra)
+    data = {**extra.pop("data", {}), "synthetic_kinds": list(selection.synthetic_kinds),
+            "curriculum": [(min(selection.lengths), 1)], "contracts": selection.contracts,
+            "qa_files": [str(p) for p in selection.qa_files], "feedback": [str(p) for p in feedback]}  # fmt: skip
+    chosen = {f.name: getattr(params, f.name) for f in dataclasses.fields(params) if f.name != "extra"}
+    try:
+        config = make_config({"preset": "small", **start, **chosen, **extra, "data": data}, where="the run's settings")
+    except ConfigError as exc:
+        raise RunError(str(exc)) from None
+    config.data.curriculum = curriculum(tuple(selection.lengths), config.sft_steps + config.rl_steps)
+    return config

@@ -1,0 +1,168 @@
+"""What every part of the training runs shares: the run's statuses, the views and choices that cross
+the service's edge, the feedback split, and the admin check."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.models import RunStatus, TrainingRun
+from app.services.errors import NotFound, valid_id
+from app.services.users import UserView, require_admin, resolve_actor
+from app.settings import Settings
+from training.config import TrainConfig
+
+STATUSES = tuple(s.value for s in RunStatus)
+
+
+class RunError(ValueError):
+    """A run cannot be started, cancelled, resumed, evaluated or promoted now; the message says why
+    and what to do (the API answers 422)."""
+
+
+@dataclass(frozen=True)
+class DataSelection:
+    """What a run trains on. A reader's feedback is used only when an admin includes it."""
+
+    #: use collected feedback at all
+    include_feedback: bool = False
+    #: only feedback given on or after this day (UTC); None: all
+    feedback_since: date | None = None
+    #: only these feedback rows' readings (ids from `data_overview`); None: every one the date admits
+    feedback_ids: tuple[int, ...] | None = None
+    #: the training split of the shared contracts' expert QA
+    contracts: bool = False
+    #: question/answer JSON Lines files on the server ({document, question, answers})
+    qa_files: tuple[str, ...] = ()
+    #: synthetic RULER-style task kinds (training/config.py Kind); () for none
+    synthetic_kinds: tuple[str, ...] = ("single-needle",)
+    #: document lengths in tokens of the synthetic tasks, shortest first (a curriculum over the run)
+    lengths: tuple[int, ...] = (1024,)
+
+
+@dataclass(frozen=True)
+class FeedbackRow:
+    id: int  # the feedback row
+    reading_id: int
+    document_id: int
+    document_title: str
+    username: str  # the document's owner, who gave the verdict
+    verdict: str  # correct | incorrect
+    question: str
+    answer: str | None  # the model's
+    corrected_answer: str | None
+    created_at: datetime
+    #: True when its document falls in the held-out part (kept for evaluation, never trained on)
+    held_out: bool
+
+
+@dataclass(frozen=True)
+class DataOverview:
+    feedback: list[FeedbackRow]
+    #: QA files the server offers (path, number of questions)
+    qa_files: list[tuple[str, int]]
+    #: synthetic kinds with one line each on what they test
+    synthetic_kinds: list[tuple[str, str]]
+    #: contracts: (training documents, training questions, held-out documents)
+    contracts: tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class SamplePreview:
+    source: str  # feedback | contracts | qa | synthetic
+    question: str
+    answers: tuple[str, ...]
+    doc_tokens: int
+    #: the document's first characters
+    excerpt: str
+
+
+@dataclass(frozen=True)
+class RunView:
+    id: int
+    name: str
+    status: str  # one of STATUSES
+    created_by: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    step: int
+    total_steps: int
+    #: seconds left at the run's own pace (None before the first step or when not running)
+    eta_s: float | None
+    #: 1 for the next run to start, … (None unless queued)
+    queue_position: int | None
+    attempts: int
+    error: str | None
+    start_version: str  # the name of the version it trains from, or "base"
+    version_id: int | None  # set once promoted
+    #: RunStatus of its evaluation and both sides' summary rows (see TrainingRun.evaluation)
+    evaluation: dict[str, Any] | None
+    config: dict[str, Any]
+    selection: dict[str, Any]
+    run_dir: str
+    #: a checkpoint exists: resuming continues from it
+    resumable: bool = False
+    #: the estimate made when it was started, seconds
+    estimate_s: float | None = None
+
+
+@dataclass(frozen=True)
+class RunParams:
+    """The hyperparameters an admin sets in the browser; the rest come from the `small` preset.
+    Each maps to the TrainConfig field of the same name (its help text is that field's description)."""
+
+    sft_steps: int = 0
+    rl_steps: int = 10
+    learning_rate: float = 1e-4
+    sft_learning_rate: float = 3e-4
+    samples_per_step: int = 4
+    group_size: int = 8
+    temperature: float = 0.7
+    kl_coef: float = 0.0
+    save_every: int = 2
+    extra: dict[str, Any] = field(default_factory=dict)  # any other TrainConfig field, validated the same way
+
+
+def held_out(document_id: int) -> bool:
+    """Whether a document's feedback is kept for the evaluation and never trained on: every fifth
+    document by id. The split is by document, not by question, so that a held-out score never benefits
+    from training on the same text (as training/tasks.py splits books and contracts).
+
+    >>> [d for d in range(1, 12) if held_out(d)]
+    [5, 10]
+    """
+    return document_id % 5 == 0
+
+
+def curriculum(lengths: tuple[int, ...], total_steps: int) -> list[tuple[int, int]]:
+    """The run's steps split evenly across the lengths, shortest first: (document tokens, until step).
+
+    >>> curriculum((2048, 1024), 10), curriculum((1024,), 3)
+    ([(1024, 5), (2048, 10)], [(1024, 3)])
+    """
+    lengths = sorted(set(lengths))
+    return [(n, round(total_steps * (i + 1) / len(lengths))) for i, n in enumerate(lengths)]
+
+
+def field_help() -> dict[str, str]:
+    """TrainConfig's description of every RunParams field, for the form."""
+    fields = TrainConfig.model_fields
+    return {f.name: fields[f.name].description or "" for f in dataclasses.fields(RunParams) if f.name in fields}
+
+
+def admin(s: Session, settings: Settings, user: UserView | None) -> UserView:
+    actor = resolve_actor(s, settings, user)
+    require_admin(actor)
+    return actor
+
+
+def require_run(s: Session, run_id: int) -> TrainingRun:
+    run = s.get(TrainingRun, run_id) if valid_id(run_id) else None
+    if run is None:
+        raise NotFound(f"no training run {run_id}")
+    return run
