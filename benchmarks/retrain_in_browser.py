@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONTRACTS = ROOT.parent / "shared" / "data" / "contracts"
 SHOTS = ROOT / "docs" / "screenshots"
 QUESTION = "Which state's law governs this agreement?"
-#: short training-split contracts (training/tasks.py contract_ids("train")), with their governing law
+#: short training-split contracts (training/tasks contract_ids("train")), with their governing law
 DOCS = ("cuad-004", "cuad-014", "cuad-028", "cuad-050", "cuad-037", "cuad-002", "cuad-019")
 
 

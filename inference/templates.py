@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 NO_MEMORY = "No previous memory"
 #: The memory our trained reader keeps while it has found nothing for the question (its oracle traces'
-#: empty memory, training/tasks.py), and the answer given when a reading ends with it (MemoryAgent.answer).
+#: empty memory, training/tasks), and the answer given when a reading ends with it (MemoryAgent.answer).
 NO_EVIDENCE_MEMORY = "No relevant information yet."
 NOT_IN_DOCUMENT = "The document does not say."
 

@@ -52,7 +52,7 @@ class DataConfig(BaseModel):
     governing_law_variants: float = Field(
         0.0, ge=0.0, le=1.0, description="Share of Governing Law contract samples replaced by a variant: another "
         "training contract's clause, its jurisdiction swapped, planted at a random sentence of the sample's contract "
-        "in place of its own (training/tasks.py, governing_law_variant): new company and new answers for the 34 clauses.")
+        "in place of its own (training/tasks, governing_law_variant): new company and new answers for the 34 clauses.")
     qa_files: list[Path] = Field([], description="JSON Lines files of {document, question, answers}.")
     feedback: list[Path] = Field(
         [], description="JSON Lines files from `longread feedback export` (documents found by id in the app's "
@@ -122,7 +122,7 @@ class TrainConfig(BaseModel):
         "come through a chunk unchanged: what a long document asks of the reader most often.")
     sft_echoes: int = Field(
         0, ge=0, description="SFT conversations per sample that start from the question restated without its answer "
-        "(training/tasks.py, question_echo), the reader's commonest stray write: at the chunk that brings the evidence "
+        "(training/tasks, question_echo), the reader's commonest stray write: at the chunk that brings the evidence "
         "(the fact replaces the echo) and at up to this many minus one chunks before it (the echo is dropped). "
         "The same lesson as `sft_corrections` for that one mistake, without reading the sample first.")
     sft_corrections: int = Field(

@@ -94,7 +94,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "eval",
         help="score a model on held-out planted facts per length and contracts per category, or on --cases",
         description="Held-out synthetic facts (novel pg37106) per document length and held-out contracts "
-        "(training/tasks.py: HELD_OUT_CONTRACTS) per question category: sub-EM and exact match as a "
+        "(training/tasks: HELD_OUT_CONTRACTS) per question category: sub-EM and exact match as a "
         "Markdown table, a PNG plot and results.json in --out. With --cases FILE.jsonl (one "
         '{"document", "question", "answers"} a line) it scores that set instead.',
     )

@@ -1,6 +1,6 @@
 """Feedback on a reading's answer: correct or incorrect, the right answer, a comment; listed per
 reading and per document, and exported as JSON Lines for training (`longread feedback export`,
-`GET /api/feedback/export`; read by training/tasks.py `feedback_tasks`, format in the README).
+`GET /api/feedback/export`; read by training/tasks `feedback_tasks`, format in the README).
 
 Each row of the export is one judged reading with its latest verdict:
 

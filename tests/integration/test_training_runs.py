@@ -26,13 +26,7 @@ from app.services import documents, feedback, readings
 from app.services.errors import NotFound
 from app.services.models import active_version, key_metrics
 from app.services.runner import run_readings
-from app.services.training_runs import (
-    DataSelection,
-    RunError,
-    RunParams,
-    lifecycle,
-    shared,
-)
+from app.services.training_runs import DataSelection, RunError, RunParams, lifecycle, shared
 from app.services.users import Forbidden, add_user
 from app.settings import Settings
 from tests.conftest import MODEL_CACHE

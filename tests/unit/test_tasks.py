@@ -31,9 +31,9 @@ from training.tasks import (
     oracle_answer,
     oracle_memories,
     save_tasks,
-    _OPEN,
     synthetic_tasks,
 )
+from training.tasks.synthetic import _OPEN
 from training.verifier import normalize
 
 

@@ -119,7 +119,7 @@ def check_selection(settings: Settings, selection: DataSelection) -> None:
             raise RunError(f"qa_files: {path} is not one of the server's QA files (JSON Lines files in "
                            f"{settings.training_dir / 'qa'}): {', '.join(sorted(offered)) or 'there are none'}")
     if selection.contracts and _contracts()[0] == 0:
-        raise RunError("contracts: the shared contracts are not on this server (training/tasks.py: CONTRACTS_DIR)")
+        raise RunError("contracts: the shared contracts are not on this server (training/tasks: CONTRACTS_DIR)")
     if not (selection.include_feedback or selection.contracts or selection.qa_files or selection.synthetic_kinds):
         raise RunError("the selection is empty: include feedback, contracts, QA files or synthetic tasks")
 

@@ -131,7 +131,7 @@ class RunParams:
 def held_out(document_id: int) -> bool:
     """Whether a document's feedback is kept for the evaluation and never trained on: every fifth
     document by id. The split is by document, not by question, so that a held-out score never benefits
-    from training on the same text (as training/tasks.py splits books and contracts).
+    from training on the same text (as training/tasks splits books and contracts).
 
     >>> [d for d in range(1, 12) if held_out(d)]
     [5, 10]

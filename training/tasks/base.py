@@ -1,0 +1,94 @@
+"""What every source of tasks shares: where the shared data is, the splits, the task kinds, `Task` and
+its JSON Lines form."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+
+def _data_dir() -> Path:
+    """The shared books and contracts: LONGREAD_SHARED_DATA, else `../shared/data` beside the checkout."""
+    if os.environ.get("LONGREAD_SHARED_DATA"):
+        return Path(os.environ["LONGREAD_SHARED_DATA"])
+    return Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+DATA_DIR = _data_dir()
+BOOKS_DIR = DATA_DIR / "books"
+CONTRACTS_DIR = DATA_DIR / "contracts"
+
+Split = Literal["train", "held-out"]
+
+#: Books by Gutenberg id. The held-out book is the longest (Little Women, ~260K tokens), so held-out
+#: windows of every evaluated length (2K .. 128K) and the whole book exist.
+TRAIN_BOOKS: tuple[str, ...] = ("pg2641", "pg64317", "pg84")  # A Room with a View, Gatsby, Frankenstein
+HELD_OUT_BOOKS: tuple[str, ...] = ("pg37106",)  # Little Women
+
+#: Held-out contracts: every third id of cases.json (cuad-000, cuad-003, ..., cuad-057), 20 of 60.
+#: Fixed here, not computed, so that a change to the data file cannot move a contract across the split.
+HELD_OUT_CONTRACTS: tuple[str, ...] = tuple(f"cuad-{i:03d}" for i in range(0, 60, 3))
+
+KINDS: tuple[str, ...] = ("single-needle", "multi-needle", "multi-hop", "variable-tracking")
+#: An open question about the story (what is eaten, which animals appear), asked of a window that never
+#: mentions its subject: half the time one planted sentence answers it, half the time nothing does and the
+#: task is `ABSENT`. A planted answer comes with its twin, the same window without the sentence (`ABSENT`),
+#: so that what tells writing from keeping nothing is the sentence, not the window (or a title page).
+#: What a user asks of a novel is mostly open; a reader that invents an answer to it also decodes the
+#: invention at every chunk. Not among KINDS: its answers are lessons, not a measure.
+OPEN = "open"
+#: The question's fact is not in the document: its oracle keeps NO_EVIDENCE_MEMORY throughout and answers
+#: NOT_IN_DOCUMENT. Not among KINDS (the held-out accuracy sets): it measures abstaining, not reading.
+ABSENT = "absent"
+SYNTHETIC_KINDS: tuple[str, ...] = (*KINDS, ABSENT, OPEN)
+
+#: (doc_tokens, number of tasks) stages, shortest first: a model first learns to keep a fact across
+#: a few chunks, then across many (MemAgent trains at one length and extrapolates; a 135M model
+#: needs the short stages to get any reward at all).
+DEFAULT_CURRICULUM: tuple[tuple[int, int], ...] = ((1024, 128), (2048, 128), (4096, 96), (8192, 64))
+
+
+@dataclass(frozen=True)
+class Task:
+    """One question on one document. Tasks planted in the same document share the same `document`
+    string object, so a batched reading (`MemoryAgent.read_batch`) chunks it once and the engine can
+    share the chunk prefix between its questions."""
+
+    id: str
+    document: str
+    question: str
+    answers: tuple[str, ...]
+    evidence: tuple[str, ...] = ()  # exact substrings of `document` that a perfect reader must keep
+    kind: str = ""
+    doc_tokens: int = 0
+
+
+# --- JSON Lines ---------------------------------------------------------------------------------
+def save_tasks(tasks: Iterable[Task], path: Path) -> None:
+    """One task a line, every field, the document in full (so a line stands alone)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for t in tasks:
+            f.write(json.dumps(asdict(t), ensure_ascii=False) + "\n")
+
+
+def load_tasks(path: Path) -> list[Task]:
+    """Inverse of `save_tasks`; equal documents come back as one shared string object."""
+    shared: dict[str, str] = {}
+    tasks = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        d = json.loads(line)
+        document = shared.setdefault(d["document"], d["document"])
+        tasks.append(Task(d["id"], document, d["question"], tuple(d["answers"]), tuple(d.get("evidence", ())),
+                          d.get("kind", ""), int(d.get("doc_tokens", 0))))  # fmt: skip
+    return tasks
+
+
+def count_tokens(tokenizer: Any, text: str) -> int:
+    return len(tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])

@@ -1,0 +1,116 @@
+"""CUAD contracts with expert answers and evidence clauses, and governing-law variants with another
+contract's clause planted."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+from training.tasks.base import CONTRACTS_DIR, HELD_OUT_CONTRACTS, Split, Task, count_tokens
+from training.tasks.oracle import _END, _is_end, _sentence_span
+
+
+# --- contracts ----------------------------------------------------------------------------------
+def contract_ids(split: Split | Literal["all"], contracts_dir: Path = CONTRACTS_DIR) -> list[str]:
+    cases = json.loads((Path(contracts_dir) / "cases.json").read_text(encoding="utf-8"))
+    ids = [c["id"] for c in cases]
+    if split == "all":
+        return ids
+    if split == "held-out":
+        return [i for i in ids if i in HELD_OUT_CONTRACTS]
+    if split == "train":
+        return [i for i in ids if i not in HELD_OUT_CONTRACTS]
+    raise ValueError(f"unknown split {split!r}; choose 'train', 'held-out' or 'all'")
+
+
+def contract_tasks(
+    split: Split | Literal["all"],
+    categories: Sequence[str] | None = None,
+    contracts_dir: Path = CONTRACTS_DIR,
+    tokenizer: Any = None,
+) -> list[Task]:
+    """CUAD questions of the split's contracts (only `categories` if given, e.g. ["Governing Law"]).
+    Evidence clauses that are not verbatim in the text (10 of 595) are dropped (a date answer is
+    matched in any form, training/verifier.py). `doc_tokens` is counted when a tokenizer is given."""
+    contracts_dir = Path(contracts_dir)
+    cases = json.loads((contracts_dir / "cases.json").read_text(encoding="utf-8"))
+    wanted = set(contract_ids(split, contracts_dir))
+    known = {q["category"] for c in cases for q in c["qa"]}
+    for c in categories or ():
+        if c not in known:
+            raise ValueError(f"unknown category {c!r}; choose from {', '.join(sorted(known))}")
+    tasks = []
+    for case in cases:
+        if case["id"] not in wanted:
+            continue
+        document = (contracts_dir / case["txt"]).read_text(encoding="utf-8")
+        tokens = count_tokens(tokenizer, document) if tokenizer is not None else 0
+        for qa in case["qa"]:
+            if categories and qa["category"] not in categories:
+                continue
+            evidence = tuple(e for e in qa["evidence"] if e and e in document)
+            slug = re.sub(r"[^a-z0-9]+", "-", qa["category"].lower()).strip("-")
+            tasks.append(Task(f"{case['id']}:{slug}", document, qa["question"], (qa["answer"],), evidence,
+                              f"contract:{qa['category']}", tokens))  # fmt: skip
+    return tasks
+
+
+_US_STATES = (
+    "Alabama", "Alaska", "Arizona", "Arkansas", "California", "Colorado", "Connecticut", "Delaware", "Florida",
+    "Georgia", "Hawaii", "Idaho", "Illinois", "Indiana", "Iowa", "Kansas", "Kentucky", "Louisiana", "Maine",
+    "Maryland", "Massachusetts", "Michigan", "Minnesota", "Mississippi", "Missouri", "Montana", "Nebraska",
+    "Nevada", "New Hampshire", "New Jersey", "New Mexico", "New York", "North Carolina", "North Dakota", "Ohio",
+    "Oklahoma", "Oregon", "Pennsylvania", "Rhode Island", "South Carolina", "South Dakota", "Tennessee", "Texas",
+    "Utah", "Vermont", "Virginia", "Washington", "West Virginia", "Wisconsin", "Wyoming",
+)  # fmt: skip
+_OTHER_JURISDICTIONS = (
+    "England", "Scotland", "Ireland", "Germany", "France", "Italy", "Spain", "the Netherlands", "Switzerland",
+    "Sweden", "Singapore", "Hong Kong", "Japan", "Israel", "Ontario", "British Columbia", "New South Wales",
+    "India", "Brazil", "Mexico", "the People's Republic of China",
+)  # fmt: skip
+
+
+def governing_law_variant(host: Task, donor: Task, rng: random.Random) -> Task | None:
+    """`host`'s governing-law question on its contract with its own clause taken out and `donor`'s clause
+    sentence planted at a random sentence end, the jurisdiction in it swapped for another (a US state
+    after "State of" or "Commonwealth of", else any state or country). The 34 training contracts give the
+    reader 34 clauses to pick out of their chunks; variants put each in new company and with a new answer,
+    so that it learns to find the clause rather than its training contracts' answers. None when the
+    donor's answer is not in its clause or the host's clause cannot be taken out whole.
+
+    >>> host = Task("h", "Parties agree. This Agreement is governed by Texas law. Fees are due.", "Which law?",
+    ...             ("Texas",), ("This Agreement is governed by Texas law.",), "contract:Governing Law")
+    >>> donor = Task("d", "Intro. The laws of the State of Ohio govern this Agreement. End.", "Which law?",
+    ...              ("Ohio",), ("laws of the State of Ohio govern",), "contract:Governing Law")
+    >>> v = governing_law_variant(host, donor, random.Random(1))
+    >>> v.answers, v.evidence, v.document
+    (('Florida',), ('The laws of the State of Florida govern this Agreement.',), 'Parties agree. The laws of the State of Florida govern this Agreement. Fees are due.')
+    """
+    answer = donor.answers[0]
+    clause = next((e for e in donor.evidence if answer in e), None)
+    if clause is None or len(donor.answers) > 1 or not host.evidence:
+        return None
+    at = donor.document.find(clause)
+    left, right = _sentence_span(donor.document, at, at + len(clause))
+    sentence = " ".join(donor.document[left:right].split())
+    state = re.search(rf"(State|Commonwealth) of (the )?{re.escape(answer)}", sentence, re.IGNORECASE)
+    jurisdiction = rng.choice([j for j in (_US_STATES if state else _US_STATES + _OTHER_JURISDICTIONS) if j != answer])
+    sentence = sentence.replace(answer, jurisdiction)
+    document = host.document
+    for e in host.evidence:
+        a = document.find(e)
+        if a < 0:
+            return None
+        start, end = _sentence_span(document, a, a + len(e))
+        document = document[:start] + document[end:].lstrip(" ")
+    ends = [m.end() for m in _END.finditer(document) if _is_end(document, m)]
+    if not ends:
+        return None
+    p = rng.choice(ends)
+    document = document[:p] + " " + sentence + " " + document[p:].lstrip(" ")  # a blank line's end has no space after
+    return replace(host, id=f"{host.id}+{donor.id.split(':')[0]}:{jurisdiction}", document=document,
+                   answers=(jurisdiction,), evidence=(sentence,))

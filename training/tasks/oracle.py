@@ -1,0 +1,164 @@
+"""Oracle traces: the memory a perfect reader holds after each chunk and its answer (the SFT warm-start
+targets), and the corrections of a policy's memories."""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import replace
+from typing import Any, Sequence
+
+from inference.templates import NO_EVIDENCE_MEMORY
+from training.tasks.base import ABSENT, Task, count_tokens
+
+# --- oracle traces ------------------------------------------------------------------------------
+# Sentence ends: . ! ? (maybe closing a quote or bracket) before whitespace, or a blank line. A period
+# after an abbreviation, an initial or a section number ("Inc.", "Co.", "J.", "12.") ends nothing.
+_END = re.compile(r"[.!?][\"'\u201d\u2019)]?(?=\s|$)|\n[ \t]*\n")
+_ABBREVIATIONS = {"inc", "co", "corp", "ltd", "llc", "lp", "no", "nos", "mr", "mrs", "ms", "dr", "st", "jr", "sr",
+                  "sec", "art", "vs", "etc", "e.g", "i.e", "u.s", "n.a", "s.a"}  # fmt: skip
+
+
+def _is_end(document: str, m: re.Match) -> bool:
+    if m[0].startswith("\n") or m[0][0] != ".":
+        return True
+    word = re.search(r"[\w.]*$", document[max(0, m.start() - 12) : m.start()])[0].lower()
+    return not (word in _ABBREVIATIONS or len(word) <= 1 or word.replace(".", "").isdigit())
+
+
+def _sentence_span(document: str, start: int, end: int, limit: int = 400) -> tuple[int, int]:
+    """Character span of the whole sentence holding document[start:end]; the evidence's own span
+    when that sentence is longer than `limit` characters (memories must stay short)."""
+    left = max(0, start - limit)
+    for m in _END.finditer(document, left, start):
+        if _is_end(document, m):
+            left = m.end()
+    right = end
+    # From the evidence's last character, so that evidence ending a sentence ends the span there.
+    for m in _END.finditer(document, max(start, end - 1), min(len(document), end + limit)):
+        if _is_end(document, m):
+            right = max(end, m.start() if m[0].startswith("\n") else m.end())
+            break
+    while left < start and document[left].isspace():
+        left += 1
+    return (left, right) if right - left <= limit else (start, end)
+
+
+def oracle_memories(task: Task, chunk_texts: Sequence[str]) -> list[str]:
+    """After each chunk, the memory a perfect reader would hold: the sentences holding every evidence
+    string read so far (an evidence counts once its last character has been read), in document
+    order, overlapping sentences merged, whitespace collapsed, one a line; before any evidence,
+    `NO_EVIDENCE_MEMORY`. `chunk_texts` are the chunks that tile `task.document`, in order."""
+    found = []
+    for e in task.evidence:
+        at = task.document.find(e)
+        if at >= 0:
+            found.append((at + len(e), _sentence_span(task.document, at, at + len(e))))
+    memories, offset = [], 0
+    for chunk in chunk_texts:
+        at = task.document.find(chunk, offset) if chunk else offset
+        offset = (at if at >= 0 else offset) + len(chunk)
+        spans: list[list[int]] = []
+        for left, right in sorted(span for seen_at, span in found if seen_at <= offset):
+            if spans and left <= spans[-1][1]:
+                spans[-1][1] = max(spans[-1][1], right)
+            else:
+                spans.append([left, right])
+        lines = dict.fromkeys(" ".join(task.document[a:b].split()) for a, b in spans)
+        memories.append("\n".join(lines) if lines else NO_EVIDENCE_MEMORY)
+    return memories
+
+
+_ASKING = re.compile(r"^(?:in which \w+|what|which|who|whom|where|when|how)\b(?: (?:is|are|was|were|does|do|did)\b)? *",
+                     re.IGNORECASE)
+
+
+def question_echo(question: str) -> str:
+    """The question restated without its answer: the reader's commonest stray write on long documents (7 of
+    16 final memories at 32K after SFT on look-alikes; written at a chunk without any planted fact, then
+    carried past the fact), which `sft_echoes` trains it to replace.
+
+    >>> question_echo("What was Zikbak Gourbrakthoun's ship named?")
+    "Zikbak Gourbrakthoun's ship named."
+    >>> question_echo("In which town does Pokkail Grortirmir keep the spare key?")
+    'Pokkail Grortirmir keep the spare key.'
+    >>> question_echo("What is the ticket number of Zounlul Thousgoukthail?")
+    'The ticket number of Zounlul Thousgoukthail.'
+    """
+    body = _ASKING.sub("", question.strip()).rstrip("?").strip()
+    return body[:1].upper() + body[1:] + "."
+
+
+def evidence_gains(oracle: Sequence[str]) -> list[int]:
+    """Chunks where the oracle's memory gains evidence: it differs from the memory before (the first chunk's,
+    from the empty memory).
+
+    >>> evidence_gains([NO_EVIDENCE_MEMORY, "The code is 42.", "The code is 42.", "The code is 42.\\nIt rained."])
+    [1, 3]
+    """
+    return [k for k, memory in enumerate(oracle) if memory != (oracle[k - 1] if k else NO_EVIDENCE_MEMORY)]
+
+
+def corrections(oracle: Sequence[str], policy: Sequence[str], chunk_texts: Sequence[str], limit: int,
+                rng: random.Random | None = None) -> list[int]:
+    """Chunks (at most `limit`, in reading order) where the policy's own reading went wrong and the oracle's
+    memory can be written from what the policy had: its memory before the chunk and the chunk. Training
+    on these (the policy's memory in, the oracle's out: DAgger) teaches recovery from the states the
+    policy reaches, which oracle traces alone never show it. A line the policy had already lost is not
+    asked for: that would teach it to invent. Over the limit, captures it missed come first (where the
+    oracle gains a line), then its first mistake, then the others (drawn with `rng`, else earliest
+    first): on a 64-chunk reading an echo written early is wrong at every chunk up to the fact.
+
+    >>> chunks = ["Rain fell.", "The code is 42. Dogs bark.", "Cats nap."]
+    >>> oracle = [NO_EVIDENCE_MEMORY, "The code is 42.", "The code is 42."]
+    >>> echo = ["The code is.", "The code is.", "The code is."]
+    >>> corrections(oracle, echo, chunks, 5), corrections(oracle, echo, chunks, 1)  # echo, then never captured
+    ([0, 1], [1])
+    >>> corrections(oracle, [NO_EVIDENCE_MEMORY, "The code is 42.", "Cats nap."], chunks, 5, random.Random(0))  # dropped
+    [2]
+    >>> corrections(oracle, [NO_EVIDENCE_MEMORY, "Dogs bark.", "Dogs bark."], chunks, 5)  # chunk 3 cannot restore it
+    [1]
+    """
+    fixable = []
+    for k, (target, chunk) in enumerate(zip(oracle, chunk_texts)):
+        if _squash(policy[k]) == _squash(target):
+            continue
+        seen = _squash(chunk) + "\n" + (_squash(policy[k - 1]) if k else "")
+        if target == NO_EVIDENCE_MEMORY or all(line in seen for line in target.split("\n")):
+            fixable.append(k)
+    gains = [k for k in evidence_gains(oracle) if k in fixable]
+    rest = [k for k in fixable if k not in gains]
+    if rng is not None:
+        rest = rest[:1] + rng.sample(rest[1:], len(rest[1:]))
+    return sorted((gains + rest)[:limit])
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def with_answer_evidence(task: Task) -> Task | None:
+    """A task without evidence (feedback, QA files) with its first gold answer found in the document
+    as evidence, so that the oracle keeps that answer's sentence; None when no answer occurs in it
+    (an oracle could not say where the answer came from). An `ABSENT` task needs none.
+
+    >>> t = Task("t", "Intro. This Agreement is governed by the laws of Nevada. End.", "Which law?", ("Nevada",))
+    >>> with_answer_evidence(t).evidence, with_answer_evidence(replace(t, answers=("Ohio",)))
+    (('Nevada',), None)
+    """
+    if task.evidence or task.kind == ABSENT:
+        return task
+    found = next((a for a in task.answers if a and a in task.document), None)
+    return replace(task, evidence=(found,)) if found else None
+
+
+def oracle_answer(task: Task) -> str:
+    r"""The final answer a perfect reader writes: `\boxed{first gold answer}`."""
+    return f"\\boxed{{{task.answers[0]}}}"
+
+
+def with_doc_tokens(tasks: Sequence[Task], tokenizer: Any) -> list[Task]:
+    """`tasks` with `doc_tokens` counted (once per shared document)."""
+    counts: dict[int, int] = {}
+    return [replace(t, doc_tokens=counts.setdefault(id(t.document), count_tokens(tokenizer, t.document)))
+            for t in tasks]  # fmt: skip
