@@ -15,14 +15,12 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
+from app.documents.base import TXT_HEADING
 from app.documents.detect import decode_text
-from app.documents.parsing import _TXT_HEADING
-from training.tasks import (
-    DATA_DIR as DATA,  # LONGREAD_SHARED_DATA, else ../shared/data beside the checkout
-)
+from training.tasks import DATA_DIR  # LONGREAD_SHARED_DATA, else ../shared/data beside the checkout
 
-BOOKS = DATA / "books"
-CONTRACTS = DATA / "contracts"
+BOOKS = DATA_DIR / "books"
+CONTRACTS = DATA_DIR / "contracts"
 FORMATS = ("txt", "md", "html", "docx", "epub")
 
 
@@ -49,7 +47,7 @@ def read_gutenberg(path: Path) -> Book:
         if not block:
             continue
         lines = [line.strip() for line in block.split("\n")]
-        if len(lines) == 1 and _TXT_HEADING.fullmatch(lines[0]):
+        if len(lines) == 1 and TXT_HEADING.fullmatch(lines[0]):
             sections.append((lines[0], []))
         else:
             sections[-1][1].append(" ".join(lines))

@@ -1,7 +1,8 @@
-"""What every parser returns, the one error users see, and the page map."""
+"""What every parser returns, the one error users see, the page map, and what a section heading looks like."""
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
@@ -35,3 +36,17 @@ def page_unit(fmt: str) -> str:
 def page_of(page_starts: list[int], char_offset: int) -> int:
     """1-based page (or section) holding `char_offset`. Never below 1, never decreasing in the offset."""
     return max(1, bisect_right(page_starts, char_offset))
+
+
+# A chapter-like heading in plain text (and in a plain DOCX, EPUB or HTML paragraph: app/documents/rich.py):
+# a paragraph of one short line such as "Chapter 3", "LETTER IV", "Part First.", "Chapter I. The Bertolini",
+# "ARTICLE 7 - TERM", "PREFACE", "12. GOVERNING LAW" or a lone Roman numeral ("IV.").
+_NUMBER = r"(?:\d{1,4}|[IVXLCivxlc]{1,8}|(?i:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|" \
+          r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve))"
+TXT_HEADING = re.compile(
+    r"(?i:chapter|letter|part|book|volume|section|article|act|scene|stave|canto)[ \t]+" + _NUMBER
+    + r"\.?(?:[ \t]*[-:.\u2013\u2014]?[ \t]+\S.{0,80})?"
+    r"|(?i:prologue|epilogue|preface|foreword|introduction|appendix|conclusion|contents)\.?"
+    r"|[IVXLC]{1,8}\.?"
+    r"|\d{1,3}(?:\.\d{1,3})*\.?[ \t]+[A-Z][A-Z ,&'-]{2,60}"
+)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import re
 
-from app.documents.base import ParsedDocument, ParseError, page_of, page_unit  # noqa: F401 (re-exported)
+from app.documents.base import TXT_HEADING, ParsedDocument, ParseError, page_of, page_unit  # noqa: F401 (re-exported)
 from app.documents.detect import ZIP_LIMITS, ZipLimits, decode_text, detect_format  # noqa: F401
 from app.documents.normalise import TextBuilder, normalise
 
@@ -48,18 +48,6 @@ def parse(data: bytes, limits: ZipLimits = ZIP_LIMITS) -> ParsedDocument:
     return parsed
 
 
-# A chapter-like heading in plain text: a paragraph of one short line such as "Chapter 3",
-# "LETTER IV", "Part First.", "Chapter I. The Bertolini", "ARTICLE 7 - TERM", "PREFACE",
-# "12. GOVERNING LAW" or a lone Roman numeral ("IV.").
-_NUMBER = r"(?:\d{1,4}|[IVXLCivxlc]{1,8}|(?i:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|" \
-          r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve))"
-_TXT_HEADING = re.compile(
-    r"(?i:chapter|letter|part|book|volume|section|article|act|scene|stave|canto)[ \t]+" + _NUMBER
-    + r"\.?(?:[ \t]*[-:.\u2013\u2014]?[ \t]+\S.{0,80})?"
-    r"|(?i:prologue|epilogue|preface|foreword|introduction|appendix|conclusion|contents)\.?"
-    r"|[IVXLC]{1,8}\.?"
-    r"|\d{1,3}(?:\.\d{1,3})*\.?[ \t]+[A-Z][A-Z ,&'-]{2,60}"
-)
 
 
 def parse_txt(data: bytes) -> ParsedDocument:
@@ -67,7 +55,7 @@ def parse_txt(data: bytes) -> ParsedDocument:
     starts, labels = [0], ["Start"]
     offset = 0
     for block in text.split("\n\n"):
-        if len(block) <= 120 and "\n" not in block and _TXT_HEADING.fullmatch(block):
+        if len(block) <= 120 and "\n" not in block and TXT_HEADING.fullmatch(block):
             if offset == 0:
                 labels[0] = block
             elif starts[-1] != offset:

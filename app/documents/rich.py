@@ -31,7 +31,7 @@ from html import unescape
 from pathlib import Path
 from typing import Iterable
 
-from app.documents.base import ParsedDocument, ParseError
+from app.documents.base import TXT_HEADING, ParsedDocument, ParseError
 from app.documents.detect import decode_text
 from app.documents.normalise import TextBuilder, normalise
 
@@ -148,10 +148,8 @@ def _bold_heading(el: object, text: str) -> bool:
 
 def _chapter_heading(text: str) -> bool:
     """A plain paragraph such as "CHAPTER I" or "12. GOVERNING LAW": a section starts there, as in
-    plain text (the same rule, app.documents.parsing._TXT_HEADING)."""
-    from app.documents.parsing import _TXT_HEADING
-
-    return len(text) <= MAX_LABEL and "\n" not in text and _TXT_HEADING.fullmatch(text) is not None
+    plain text (the same rule, app.documents.base.TXT_HEADING)."""
+    return len(text) <= MAX_LABEL and "\n" not in text and TXT_HEADING.fullmatch(text) is not None
 
 
 def clean_title(title: str | None) -> str | None:
