@@ -31,7 +31,7 @@ from app.models import Document, DocumentStatus
 from app.services.errors import NotFound, valid_id
 from app.services.users import UserView, can_see, local_admin, resolve_actor
 from app.services.llm import tokenizer_for
-from app.services.views import DocumentView, document_view
+from app.services.views import DocumentView, EstimateView, PageView
 from app.settings import Settings
 
 
@@ -112,6 +112,20 @@ def page_map(doc: Document) -> list[dict[str, object]]:
 
 def document_page_unit(doc: Document) -> str:
     return page_unit(doc.format)
+
+
+def document_view(d: Document, settings: Settings | None = None, with_page_map: bool = False) -> DocumentView:
+    """A document as the API, the UI and the CLI show it (with the reading estimate when `settings` are given)."""
+    estimate = None
+    if settings is not None and d.token_count:
+        e = estimate_reading(d.token_count, settings)
+        estimate = EstimateView(chunks=e.chunks, seconds=e.seconds, engine=e.engine, chunk_tokens=settings.chunk_tokens,
+                                memory_tokens=settings.memory_tokens, basis=e.basis)  # fmt: skip
+    return DocumentView(id=d.id, title=d.title, filename=d.filename, format=d.format, status=d.status.value,
+                        error=d.error, size_bytes=d.size_bytes, pages=len(d.page_starts or []),
+                        page_unit=document_page_unit(d), char_count=d.char_count, token_count=d.token_count,
+                        created_at=d.created_at, estimate=estimate,
+                        page_map=[PageView(**p) for p in page_map(d)] if with_page_map else None)  # fmt: skip
 
 
 def list_documents(session: Session, user: UserView | None = None) -> list[Document]:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from app.models import Checkpoint, Document, Reading, ReadingStatus
+from app.models import Checkpoint, Reading, ReadingStatus
 from app.settings import Settings
 
 
@@ -176,21 +176,6 @@ class DocumentView:
     created_at: datetime | None
     estimate: EstimateView | None = None
     page_map: list[PageView] | None = None
-
-
-def document_view(d: Document, settings: Settings | None = None, with_page_map: bool = False) -> DocumentView:
-    from app.services.documents import document_page_unit, estimate_reading, page_map
-
-    estimate = None
-    if settings is not None and d.token_count:
-        e = estimate_reading(d.token_count, settings)
-        estimate = EstimateView(chunks=e.chunks, seconds=e.seconds, engine=e.engine, chunk_tokens=settings.chunk_tokens,
-                                memory_tokens=settings.memory_tokens, basis=e.basis)  # fmt: skip
-    return DocumentView(id=d.id, title=d.title, filename=d.filename, format=d.format, status=d.status.value,
-                        error=d.error, size_bytes=d.size_bytes, pages=len(d.page_starts or []),
-                        page_unit=document_page_unit(d), char_count=d.char_count, token_count=d.token_count,
-                        created_at=d.created_at, estimate=estimate,
-                        page_map=[PageView(**p) for p in page_map(d)] if with_page_map else None)  # fmt: skip
 
 
 @dataclass(frozen=True)
