@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+
+from inference.adapters import merged_model
+from inference.folders import building_folder
 
 BUNDLED = "smollm2"
 READER = "smollm2-reader"
@@ -38,8 +38,6 @@ def resolve_model_path(model: str, cache_dir: Path) -> Path:
     """A local folder transformers can load: `model` itself, the converted bundled model, or the
     bundled reader (the bundled model with the reader adapter merged in)."""
     if model == READER:
-        from inference.adapters import merged_model
-
         return merged_model(resolve_model_path(BUNDLED, cache_dir), READER_ADAPTER, cache_dir / "merged")
     if model != BUNDLED:
         path = Path(model).expanduser()
@@ -83,20 +81,3 @@ def end_of_turn_from_config(tokenizer: Any, config: Any) -> None:
         token_id = getattr(config, f"{name}_token_id", None)
         if isinstance(token_id, int):
             setattr(tokenizer, f"{name}_token", tokenizer.convert_ids_to_tokens(token_id))
-
-
-@contextmanager
-def building_folder(target: Path) -> Iterator[Path]:
-    """A temporary folder beside `target` that becomes `target` whole when the block succeeds (a model
-    folder: `config.json` marks it done), so parallel first builds are safe and a crash leaves nothing."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
-    try:
-        yield tmp
-        try:
-            os.rename(tmp, target)
-        except OSError:  # another process finished first
-            if not (target / "config.json").is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
