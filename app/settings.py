@@ -15,7 +15,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from inference.models import MODEL_CACHE
 
-
 #: values of LONGREAD_SECRET_KEY that are refused in production (examples people copy)
 PLACEHOLDER_SECRETS = {"change-me", "changeme", "secret", "please-change-me", "change-me-please", "longread",
                        "replace-me", "xxx", "default"}

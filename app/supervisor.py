@@ -20,7 +20,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-
 SUPERVISOR_PID = "LONGREAD_SUPERVISOR_PID"
 
 

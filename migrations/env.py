@@ -1,7 +1,6 @@
 """Alembic environment: the URL comes from the caller (app.migrate) or Longread's settings."""
 
 from alembic import context
-from sqlalchemy import pool
 
 from app.db import get_engine
 from app.models import Base

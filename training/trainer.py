@@ -42,11 +42,27 @@ from inference.chunking import split_into_chunks
 from inference.engines.transformers_engine import TransformersEngine
 from training.algorithms import clipped_policy_loss, group_advantages, informative_groups, k3_kl
 from training.config import TrainConfig
-from training.policy import Row, completion_log_probs, load_policy, micro_batches, pick_device, prompt_ids, \
-    reference_log_probs, target_ids
+from training.policy import (
+    Row,
+    completion_log_probs,
+    load_policy,
+    micro_batches,
+    pick_device,
+    prompt_ids,
+    reference_log_probs,
+    target_ids,
+)
 from training.rollout_server import VLLMRollouts, copy_adapter
-from training.tasks import NO_EVIDENCE_MEMORY, Task, corrections, evidence_gains, oracle_answer, oracle_memories, \
-    question_echo, with_answer_evidence
+from training.tasks import (
+    NO_EVIDENCE_MEMORY,
+    Task,
+    corrections,
+    evidence_gains,
+    oracle_answer,
+    oracle_memories,
+    question_echo,
+    with_answer_evidence,
+)
 from training.tracking import Tracker, tracking_root
 from training.verifier import predicted_answer, reward, score
 from training.weights import resolve_adapter

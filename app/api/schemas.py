@@ -10,7 +10,6 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.services.feedback import MAX_ANSWER_CHARS, MAX_COMMENT_CHARS
-from app.services.training_runs import RunParams
 from app.services.readings import (
     MAX_CHUNK_TOKENS,
     MAX_MEMORY_CHARS,
@@ -19,6 +18,7 @@ from app.services.readings import (
     MIN_CHUNK_TOKENS,
     MIN_MEMORY_TOKENS,
 )
+from app.services.training_runs import RunParams
 
 
 class _Out(BaseModel):

@@ -29,8 +29,8 @@ from app.documents.sandbox import DEFAULT_LIMITS, ParseLimits, parse_untrusted
 from app.documents.storage import blob_path, store_blob
 from app.models import Document, DocumentStatus
 from app.services.errors import NotFound, valid_id
-from app.services.users import UserView, can_see, local_admin, resolve_actor
 from app.services.llm import tokenizer_for
+from app.services.users import UserView, can_see, local_admin, resolve_actor
 from app.services.views import DocumentView, EstimateView, PageView
 from app.settings import Settings
 

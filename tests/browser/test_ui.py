@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 import pytest
+
 from tests.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser

@@ -5,8 +5,6 @@ its upload limit is 1 MiB (tests/browser/conftest.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.browser.uihelpers import upload

@@ -5,8 +5,6 @@ worker (`serve --no-worker`) and only the document's info line and the document 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.browser.uihelpers import info_line, upload, watch

@@ -27,7 +27,7 @@ def client(settings):
 def test_each_format_shows_what_a_reading_needs(client, settings, fmt):
     book = docgen.small_book()
     # a misleading extension and content type: the bytes decide
-    r = client.post("/api/documents", files={"file": (f"upload.pdf", docgen.convert(book, fmt), "application/pdf")})
+    r = client.post("/api/documents", files={"file": ("upload.pdf", docgen.convert(book, fmt), "application/pdf")})
     assert r.status_code == 201, r.text
     doc = r.json()
     assert doc["status"] == "ready" and doc["format"] == fmt and doc["filename"] == "upload.pdf"

@@ -9,12 +9,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from app.services.views import reading_progress
 from app.db import session_scope
 from app.models import Reading, ReadingStatus, Worker, utcnow
 from app.services import health
 from app.services.documents import ingest
 from app.services.readings import create_readings, get_reading
+from app.services.views import reading_progress
 from app.ui.read_views import describe_health, describe_progress
 from app.web import create_app
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from app.services.views import reading_progress
 from app.cli import worker_command
 from app.db import session_scope
 from app.migrate import upgrade
@@ -18,6 +17,7 @@ from app.models import ReadingStatus
 from app.queue import request_reading_pass
 from app.services.documents import ingest
 from app.services.readings import create_readings, get_reading
+from app.services.views import reading_progress
 from app.settings import Settings
 from tests.conftest import LIGHTHOUSE, MODEL_CACHE
 from tests.processes import WorkerGroup, wait_for

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from app.services.views import reading_progress
 from app.models import Checkpoint, Reading, ReadingStatus
+from app.services.views import reading_progress
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=timezone.utc)
 
