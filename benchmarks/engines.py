@@ -63,7 +63,11 @@ def make_prompts(tokenizer, n: int, prompt_tokens: int, template_set: str = "mem
 
     def length(text: str) -> int:
         chat = [{"role": "user", "content": text}]
-        return len(tokenizer.apply_chat_template(chat, tokenize=True, add_generation_prompt=True, return_dict=True)["input_ids"])
+        return len(
+            tokenizer.apply_chat_template(chat, tokenize=True, add_generation_prompt=True, return_dict=True)[
+                "input_ids"
+            ]
+        )
 
     overhead = length(templates.render_update(QUESTIONS[0], NO_MEMORY, ""))
     chunk = tokenizer.decode(ids[: max(16, prompt_tokens - overhead)])

@@ -63,7 +63,9 @@ def plot(models: dict[str, dict[str, tuple[int, int]]], png: Path, title: str) -
         bars = ax.bar(xs, ys, width, label=name)
         ax.bar_label(bars, [f"{y:.0f}" if g in scores else "" for g, y in zip(groups, ys)], fontsize=8)
     ns = [sorted({s[g][1] for s in models.values() if g in s}) for g in groups]
-    ax.set_xticks(range(len(groups)), [f"{g}\n(n={n[0]}{f'–{n[-1]}' if len(n) > 1 else ''})" for g, n in zip(groups, ns)])
+    ax.set_xticks(
+        range(len(groups)), [f"{g}\n(n={n[0]}{f'–{n[-1]}' if len(n) > 1 else ''})" for g, n in zip(groups, ns)]
+    )
     ax.set_ylabel("sub-EM, %")
     ax.set_ylim(0, 100)
     ax.set_title(title, fontsize=10)

@@ -53,7 +53,9 @@ def main() -> None:
             keys = ("status", "format", "pages", "char_count", "token_count", "title")
             before = {k: good[k] for k in keys}
             rows = [run_one(client, h, good["id"], before) for h in hostile_inputs()]
-            stored = sorted(p.relative_to(settings.data_dir).parts[0] for p in settings.data_dir.rglob("*") if p.is_file())
+            stored = sorted(
+                p.relative_to(settings.data_dir).parts[0] for p in settings.data_dir.rglob("*") if p.is_file()
+            )
     print("| hostile input | size | outcome | what the user sees | s | app serves after | other documents unaffected |")
     print("|---|---:|---|---|---:|---|---|")
     for r in rows:

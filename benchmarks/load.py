@@ -209,7 +209,8 @@ def markdown(topology: str, f: dict) -> str:
              f"{f['users']} users; {f['uploads']} uploads at once: {f['uploads_stored']} stored, {f['uploads_lost']} "
              f"lost, {f['upload_wall_s']} s; {f['readings']} readings at once: {f['readings_done']} done, "
              f"{f['readings_lost']} lost, {f['reading_wall_s']} s until the last answer.", "",
-             "| request | n | statuses | p50 ms | p95 ms | p99 ms | max ms |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+             "| request | n | statuses | p50 ms | p95 ms | p99 ms | max ms |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
     lines += [f"| {r['request']} | {r['n']} | {r['statuses']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} | "
               f"{r['max_ms']} |" for r in f["latency"]]
     return "\n".join(lines) + "\n"

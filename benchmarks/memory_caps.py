@@ -33,7 +33,8 @@ def count(agent: MemoryAgent, name: str, questions: list[str], text: str, golds:
     row = {
         "document": name, "questions": len(questions), "memory_writes": len(writes),
         "at_cap": sum(c.completion_tokens >= agent.config.memory_tokens for c in writes),
-        "generated_per_question": sum(c.completion_tokens for t in trajectories for c in t.completions) / len(questions),
+        "generated_per_question": sum(c.completion_tokens for t in trajectories for c in t.completions)
+        / len(questions),
     }  # fmt: skip
     if golds is not None:
         row["right"] = sum(sub_em(t.answer.answer, g) for t, g in zip(trajectories, golds))
@@ -61,8 +62,10 @@ def main(argv: list[str] | None = None) -> None:
     print(table(["document", "questions", "memory writes", "at the cap", "tokens generated / question", "right"],
                 [[r["document"], r["questions"], r["memory_writes"], r["at_cap"], f"{r['generated_per_question']:.0f}",
                   r.get("right", "–")] for r in rows]))
-    print(f"\nall: {sum(r['at_cap'] for r in rows)} of {sum(r['memory_writes'] for r in rows)} memory writes at the cap; "
-          f"contracts: {sum(r.get('right', 0) for r in rows)} of {sum(r['questions'] for r in rows[1:])} right")
+    print(
+        f"\nall: {sum(r['at_cap'] for r in rows)} of {sum(r['memory_writes'] for r in rows)} memory writes at the cap; "
+        f"contracts: {sum(r.get('right', 0) for r in rows)} of {sum(r['questions'] for r in rows[1:])} right"
+    )
     if args.out:
         args.out.write_text(json.dumps({"model": settings.model, "rows": rows}, indent=1))
 

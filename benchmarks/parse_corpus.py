@@ -78,7 +78,10 @@ def main() -> None:
             data = (docgen.BOOKS / f"{stem}.txt").read_bytes() if fmt == "txt" else docgen.convert(book, fmt)
             run(fmt, f"{stem}.{fmt}", data, book.paragraphs)
 
-    print("| format | files | parsed | MB in | pages / sections | M chars out | seconds | pages/s | MB/s | paragraphs whole & in order |")
+    print(
+        "| format | files | parsed | MB in | pages / sections | M chars out | seconds | pages/s | MB/s "
+        "| paragraphs whole & in order |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for fmt, r in rows.items():
         mb = r["bytes"] / 1e6

@@ -55,7 +55,9 @@ def main() -> None:
     print(f"prompt tokens: {n_prompt}")
     print(f"prefill: {prefill / n_prompt * 1000:.2f} ms CPU per prompt token ({prefill:.2f} s for the prompt)")
     print(f"decode:  {decode * 1000:.1f} ms CPU per written token")
-    print(f"one chunk writing a full {args.memory_tokens}-token memory: {prefill + decode * args.memory_tokens:.1f} s CPU")
+    print(
+        f"one chunk writing a full {args.memory_tokens}-token memory: {prefill + decode * args.memory_tokens:.1f} s CPU"
+    )
 
 
 if __name__ == "__main__":

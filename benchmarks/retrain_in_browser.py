@@ -124,7 +124,8 @@ def start(page, url: str, args: argparse.Namespace) -> None:  # noqa: ANN001
     tab(page, "New run", "#training-pages")
     page.locator("#run-name textarea, #run-name input").first.fill(args.name)
     params = {"sft-steps": args.sft_steps, "sft-samples-per-step": args.sft_samples, "sft-carry": args.sft_carry,
-              "sft-learning-rate": args.sft_lr, "rl-steps": args.rl_steps, "mix-feedback": args.mix_feedback, "save-every": 5}  # fmt: skip
+              "sft-learning-rate": args.sft_lr, "rl-steps": args.rl_steps, "mix-feedback": args.mix_feedback,
+              "save-every": 5}  # fmt: skip
     for key, value in params.items():
         page.locator(f"#param-{key} input").fill(str(value))
     page.locator("#estimate").get_by_text("Estimated time").wait_for(timeout=60_000)

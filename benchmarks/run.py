@@ -337,13 +337,39 @@ def print_tables(results: dict) -> None:
                      for r in results["throughput"]]))
     if "linear" in results:
         print("\n### 2. Linear cost\n")
-        print(table(["doc tokens", "questions", "template", "wall s", "s per 1K doc tokens", "CPU s per 1K doc tokens",
-                     "steal", "step s (median)", "prompt tokens computed", "peak RSS app MiB", "peak RSS vLLM MiB"],
-                    [[r["doc_tokens"], r["questions"], r["template"], num(r["wall_s"]), num(r["s_per_1k_tokens"], ".2f"),
-                      num(r.get("cpu_s_per_1k_tokens"), ".2f"), num(r.get("steal_pct"), unit="%"),
-                      f"{sorted(r['step_seconds'])[len(r['step_seconds']) // 2]:.2f}",
-                      r.get("prompt_tokens_computed") or "-",
-                      num(r["peak_rss_app_mib"]), num(r["peak_rss_server_mib"])] for r in results["linear"]]))
+        print(
+            table(
+                [
+                    "doc tokens",
+                    "questions",
+                    "template",
+                    "wall s",
+                    "s per 1K doc tokens",
+                    "CPU s per 1K doc tokens",
+                    "steal",
+                    "step s (median)",
+                    "prompt tokens computed",
+                    "peak RSS app MiB",
+                    "peak RSS vLLM MiB",
+                ],
+                [
+                    [
+                        r["doc_tokens"],
+                        r["questions"],
+                        r["template"],
+                        num(r["wall_s"]),
+                        num(r["s_per_1k_tokens"], ".2f"),
+                        num(r.get("cpu_s_per_1k_tokens"), ".2f"),
+                        num(r.get("steal_pct"), unit="%"),
+                        f"{sorted(r['step_seconds'])[len(r['step_seconds']) // 2]:.2f}",
+                        r.get("prompt_tokens_computed") or "-",
+                        num(r["peak_rss_app_mib"]),
+                        num(r["peak_rss_server_mib"]),
+                    ]
+                    for r in results["linear"]
+                ],
+            )
+        )
     if "reference" in results:
         print("\n### 3. Against MemAgent's reference loop (same server, model, documents)\n")
         print(table(["doc tokens", "loop", "questions", "wall s", "doc tok/s", "vs reference", "CPU s",

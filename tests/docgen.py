@@ -124,10 +124,12 @@ def to_epub(book: Book, extra_entries: int = 0) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr(zipfile.ZipInfo("mimetype"), "application/epub+zip")  # first and stored
-        z.writestr("META-INF/container.xml",
-                   '<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
-                   '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
-                   "</rootfiles></container>")
+        z.writestr(
+            "META-INF/container.xml",
+            '<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+            '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
+            "</rootfiles></container>",
+        )
         manifest = "".join(f'<item id="c{i}" href="{name}" media-type="application/xhtml+xml"/>'
                            for i, (name, _, _) in enumerate(chapters))
         spine = "".join(f'<itemref idref="c{i}"/>' for i in range(len(chapters)))

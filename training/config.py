@@ -103,20 +103,29 @@ class TrainConfig(BaseModel):
     # --- schedule --------------------------------------------------------------------------------
     sft_steps: int = Field(0, ge=0, description="Supervised steps on oracle memory traces first (0: no warm start).")
     rl_steps: int = Field(100, ge=0, description="GRPO steps after the SFT phase (0: SFT alone).")
-    learning_rate: float = Field(1e-4, gt=0, description="Peak learning rate (AdamW); LoRA wants ~1e-4, full weights ~1e-6.")
+    learning_rate: float = Field(
+        1e-4, gt=0, description="Peak learning rate (AdamW); LoRA wants ~1e-4, full weights ~1e-6."
+    )
     sft_learning_rate: float = Field(3e-4, gt=0, description="Peak learning rate of the SFT phase.")
     warmup_steps: int = Field(5, ge=0, description="Linear warm-up steps of each phase, then constant.")
     weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
     max_grad_norm: float = Field(1.0, gt=0, description="Gradient clipping by global norm.")
     micro_batch_tokens: int = Field(
-        2048, ge=256, description="Tokens per forward/backward pass; a step accumulates as many as it needs. "
-        "Activation memory grows with it (~1.5 GB per 1,000 tokens for the 135M model in fp32); speed hardly does on a CPU."
+        2048,
+        ge=256,
+        description="Tokens per forward/backward pass; a step accumulates as many as it needs. "
+        "Activation memory grows with it (~1.5 GB per 1,000 tokens for the 135M model in fp32); "
+        "speed hardly does on a CPU.",
     )
     sft_samples_per_step: int = Field(8, ge=1, description="Samples (whole oracle readings) per SFT step.")
     sft_keeps: int = Field(
-        1, ge=0, description="SFT conversations per sample, drawn at random, in which the chunk adds nothing and the memory "
-        "must come through unchanged; most are before any evidence (a contract's governing-law clause is near its end): "
-        "they teach the reader not to write what is not asked.")
+        1,
+        ge=0,
+        description="SFT conversations per sample, drawn at random, in which the chunk adds nothing and the memory "
+        "must come through unchanged; most are before any evidence (a contract's governing-law clause is near "
+        "its end): "
+        "they teach the reader not to write what is not asked.",
+    )
     sft_carry: int = Field(
         0, ge=0, description="Extra SFT conversations per sample in which the memory already holds evidence and must "
         "come through a chunk unchanged: what a long document asks of the reader most often.")
@@ -142,16 +151,28 @@ class TrainConfig(BaseModel):
         "being trained, in this process; `vllm`, "
         "a vLLM server the trainer starts (LONGREAD_VLLM_PYTHON) that serves the base model and hot-loads the "
         "policy's adapter every step (MemAgent's way on GPUs; faster on the CPU too). `vllm` needs LoRA.")
-    rollout_vllm_args: str = Field("", description="Extra flags for that vLLM server, e.g. `--gpu-memory-utilization 0.5`.")
-    scale_advantage_by_std: bool = Field(False, description="Divide advantages by the group's std (GRPO) or not (MemAgent, Dr. GRPO).")
-    filter_equal_groups: bool = Field(True, description="Drop groups whose rollouts all earned the same reward (they carry no signal).")
+    rollout_vllm_args: str = Field(
+        "", description="Extra flags for that vLLM server, e.g. `--gpu-memory-utilization 0.5`."
+    )
+    scale_advantage_by_std: bool = Field(
+        False, description="Divide advantages by the group's std (GRPO) or not (MemAgent, Dr. GRPO)."
+    )
+    filter_equal_groups: bool = Field(
+        True, description="Drop groups whose rollouts all earned the same reward (they carry no signal)."
+    )
     eps_low: float = Field(0.2, gt=0, lt=1, description="Lower clip range of the probability ratio.")
     eps_high: float = Field(0.28, gt=0, description="Upper clip range (DAPO's clip-higher: 0.28; PPO: 0.2).")
-    updates_per_batch: int = Field(1, ge=1, description="Optimizer passes over each batch of rollouts (>1 makes clipping active).")
-    kl_coef: float = Field(0.0, ge=0.0, description="β of the k3 KL to the reference (LoRA: the base with adapters off); 0 skips it.")
+    updates_per_batch: int = Field(
+        1, ge=1, description="Optimizer passes over each batch of rollouts (>1 makes clipping active)."
+    )
+    kl_coef: float = Field(
+        0.0, ge=0.0, description="β of the k3 KL to the reference (LoRA: the base with adapters off); 0 skips it."
+    )
     reward_rule: Literal["exact_match", "sub_em"] = Field(
-        "sub_em", description="How the final answer is scored: `sub_em`, the strict rules of training/verifier.py "
-        "that the evaluation reports, or `exact_match`.")
+        "sub_em",
+        description="How the final answer is scored: `sub_em`, the strict rules of training/verifier.py "
+        "that the evaluation reports, or `exact_match`.",
+    )
     # --- bookkeeping -----------------------------------------------------------------------------
     seed: int = Field(0, description="Seeds the data order, the sampling and the adapters' initialisation.")
     save_every: int = Field(10, ge=1, description="Save adapter, optimizer and data position every this many steps.")
@@ -160,10 +181,13 @@ class TrainConfig(BaseModel):
         "auto", description="Where the policy trains and samples: `auto` (a CUDA GPU when torch has one, else the "
         "CPU), `cpu`, `cuda` or `cuda:N`. Under torchrun each process takes the GPU of its LOCAL_RANK.")
     precision: Literal["float32", "bfloat16"] = Field(
-        "float32", description="Compute precision of the forward passes (autocast); weights, gradients and the "
+        "float32",
+        description="Compute precision of the forward passes (autocast); weights, gradients and the "
         "optimizer stay float32. bfloat16 ran a LoRA forward + backward 1.7-2.1x faster than float32 on an "
         "AVX-512-BF16 CPU and is what vLLM samples in, but a CPU without bf16 instructions (AVX2 only) emulates it: "
-        "there the first step of small-dagger.toml took 233 s in float32 and over 11 minutes in bfloat16. float32 keeps the sampled and trained log-probabilities bit-equal.")
+        "there the first step of small-dagger.toml took 233 s in float32 and over 11 minutes in bfloat16. "
+        "float32 keeps the sampled and trained log-probabilities bit-equal.",
+    )
     rollout_batch: int = Field(
         64, ge=1, description="Most conversations the in-process engine generates at once (rollouts and greedy "
         "readings); a GPU takes hundreds, a CPU gains little past 64.")
@@ -180,7 +204,9 @@ class TrainConfig(BaseModel):
         if self.lora_r == 0 and self.init_adapter is not None:
             raise ValueError("init_adapter needs LoRA: set lora_r above 0 or remove init_adapter")
         if self.rollout_engine == "vllm" and self.lora_r == 0:
-            raise ValueError("rollout_engine vllm hot-loads LoRA adapters: set lora_r above 0 or use rollout_engine policy")
+            raise ValueError(
+                "rollout_engine vllm hot-loads LoRA adapters: set lora_r above 0 or use rollout_engine policy"
+            )
         if self.device != "auto" and not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
             raise ValueError(f"device {self.device!r} is not one of auto, cpu, cuda, cuda:N")
         if self.eps_high < self.eps_low:

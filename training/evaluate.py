@@ -153,7 +153,10 @@ def summarize(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
 
 def markdown_table(rows: Sequence[dict[str, Any]], title: str = "") -> str:
     lines = [f"**{title}**", ""] if title else []
-    lines += ["| set | length / category | kind | doc tokens | n | sub-EM | exact match |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "| set | length / category | kind | doc tokens | n | sub-EM | exact match |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         lines.append(f"| {r['suite']} | {r['group']} | {r['kind']} | {r['doc_tokens']:,} | {r['n']} | "
                      f"{r['sub_em']:.1%} | {r['exact_match']:.1%} |")  # fmt: skip
@@ -281,7 +284,8 @@ def _timed(agent: MemoryAgent, tasks: list[Task], suite: str, group: Callable[[T
     seconds = time.monotonic() - started
     read = sum(t.doc_tokens for t in tasks)
     timing.append({"set": name, "questions": len(tasks), "seconds": round(seconds, 1),
-                   "document_tokens_read": read, "tokens_per_s": round(read / seconds, 1) if seconds else None})  # fmt: skip
+                   "document_tokens_read": read,
+                  "tokens_per_s": round(read / seconds, 1) if seconds else None})  # fmt: skip
     log(f"{name}: {score(results)} in {seconds:.0f} s")
     return results
 
@@ -295,7 +299,9 @@ def write(out: dict[str, Any], out_dir: Path) -> None:
              f"{cfg['agent']['chunk_tokens']}, memory {cfg['agent']['memory_tokens']}")  # fmt: skip
     table = markdown_table(out["summary"], title)
     if out.get("timing"):
-        table += "\n| set | questions | seconds | document tokens read (all questions) | tokens/s |\n|---|---|---|---|---|\n"
+        table += (
+            "\n| set | questions | seconds | document tokens read (all questions) | tokens/s |\n|---|---|---|---|---|\n"
+        )
         for t in out["timing"]:
             table += (f"| {t['set']} | {t['questions']} | {t['seconds']} | {t['document_tokens_read']:,} | "
                       f"{t['tokens_per_s']} |\n")  # fmt: skip

@@ -102,7 +102,9 @@ class Trainer:
             self.reference.eval()
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(self.params, lr=config.learning_rate, weight_decay=config.weight_decay)
-        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        self.pad_id = (
+            self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        )
         self.agent = MemoryAgent(
             TransformersEngine.from_model(self.model, self.tokenizer, max_batch=config.rollout_batch),
             AgentConfig.of(config),
@@ -290,9 +292,13 @@ class Trainer:
         memories = [len(comp.token_ids) for group in groups for t in group for comp in t.completions[:-1]]
         n = self._sum(rewards.numel())
         metrics = dict(
-            phase="rl", reward=round(self._sum(rewards.sum().item()) / n, 4), accuracy=round(self._sum(sum(exact)) / n, 4),
-            groups=int(self._sum(len(tasks))), groups_filtered=int(self._sum(int((~keep).sum()))),
-            rollout_s=round(rollout_s, 1), generated_tokens=int(self._sum(generated)),
+            phase="rl",
+            reward=round(self._sum(rewards.sum().item()) / n, 4),
+            accuracy=round(self._sum(sum(exact)) / n, 4),
+            groups=int(self._sum(len(tasks))),
+            groups_filtered=int(self._sum(int((~keep).sum()))),
+            rollout_s=round(rollout_s, 1),
+            generated_tokens=int(self._sum(generated)),
             memory_tokens_mean=round(self._sum(sum(memories)) / max(1, self._sum(len(memories))), 1),
             doc_tokens=max(t.doc_tokens for t in tasks),
         )

@@ -111,7 +111,9 @@ class AuthGate:
                     return await send({"type": "websocket.close", "code": 4401})
                 accept = headers.get("accept", "")
                 if method == "GET" and "text/html" in accept and not path.startswith(("/api/", "/gradio_api/")):
-                    target = path + (("?" + scope["query_string"].decode("latin-1")) if scope.get("query_string") else "")
+                    target = path + (
+                        ("?" + scope["query_string"].decode("latin-1")) if scope.get("query_string") else ""
+                    )
                     return await _redirect(send, "/login?next=" + quote(target, safe=""))
                 return await _respond(send, 401, {"detail": "sign in first: POST /api/auth/token for a bearer "
                                                   "token, or open /login"}, {"www-authenticate": "Bearer"})

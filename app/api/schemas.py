@@ -199,7 +199,9 @@ class SelectionIn(BaseModel):
 
     include_feedback: bool = False
     feedback_since: date | None = Field(None, description="only feedback given on or after this day (UTC)")
-    feedback_ids: list[int] | None = Field(None, description="only these feedback rows; None: every one the date admits")
+    feedback_ids: list[int] | None = Field(
+        None, description="only these feedback rows; None: every one the date admits"
+    )
     contracts: bool = Field(False, description="the training split of the shared contracts' expert QA")
     qa_files: list[str] = Field([], description="QA JSON Lines files on the server (GET /api/training/data)")
     synthetic_kinds: list[str] = Field(["single-needle"], description="synthetic task kinds; [] for none")
@@ -215,7 +217,9 @@ class EstimateIn(BaseModel):
 
 class RunIn(EstimateIn):
     name: str | None = Field(None, max_length=200, description="None: a name made from the date")
-    start_version_id: int | None = Field(None, description="the model version it trains from; None or 0: the active one")
+    start_version_id: int | None = Field(
+        None, description="the model version it trains from; None or 0: the active one"
+    )
 
 
 class EstimateOut(_Out):

@@ -65,7 +65,8 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
         if args.out:
             ev.write({"config": {"label": label, "agent": asdict(config), "engine": agent.engine.name,
                                  "cases": args.cases},
-                      "summary": ev.summarize(results), "cases": [asdict(r) for r in results]}, Path(args.out))  # fmt: skip
+                      "summary": ev.summarize(results), "cases": [asdict(r) for r in results]},
+                     Path(args.out))  # fmt: skip
         if args.json:
             print(json.dumps(out, ensure_ascii=False))
         else:

@@ -73,7 +73,8 @@ def _version_fields(settings: Settings, args: argparse.Namespace) -> dict:
     return dict(
         base_model=args.base or run.get("base_model") or settings.model, adapter_path=args.adapter, metrics=metrics,
         template_set=args.template or run.get("template_set") or settings.template_set, engine=args.engine,
-        chunk_tokens=args.chunk_tokens or run.get("chunk_tokens"), memory_tokens=args.memory_tokens or run.get("memory_tokens"),
+        chunk_tokens=args.chunk_tokens or run.get("chunk_tokens"),
+        memory_tokens=args.memory_tokens or run.get("memory_tokens"),
         training_run=args.training_run or run.get("training_run"),
     )  # fmt: skip
 

@@ -42,7 +42,9 @@ def _queue_training(settings: Settings, config, args: argparse.Namespace) -> int
     from app.services import training_runs
 
     if args.resume or args.run_dir or args.max_steps or args.stop_file or args.max_minutes:
-        raise SystemExit("longread train: --queue takes only --name (the run's folder is the app's: LONGREAD_TRAINING_DIR)")
+        raise SystemExit(
+            "longread train: --queue takes only --name (the run's folder is the app's: LONGREAD_TRAINING_DIR)"
+        )
     migrate_db(settings)
     try:
         run = training_runs.queue_config(settings, config, name=args.name or Path(args.config).stem,
@@ -137,10 +139,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     runs.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     runs.set_defaults(func=cmd_runs, runs_command=None)
     runs_sub = runs.add_subparsers(dest="runs_command")
-    for verb, text in (("cancel", "stop a queued or running run (it saves a checkpoint first)"),
-                       ("resume", "queue a cancelled or failed run again: it goes on from its last checkpoint"),
-                       ("evaluate", "evaluate a finished run beside the active model version (a training worker does)"),
-                       ("promote", "make a finished run's adapter a model version, active for new readings")):  # fmt: skip
+    for verb, text in (
+        ("cancel", "stop a queued or running run (it saves a checkpoint first)"),
+        ("resume", "queue a cancelled or failed run again: it goes on from its last checkpoint"),
+        ("evaluate", "evaluate a finished run beside the active model version (a training worker does)"),
+        ("promote", "make a finished run's adapter a model version, active for new readings"),
+    ):
         verb_parser = runs_sub.add_parser(verb, help=text)
         verb_parser.add_argument("id", metavar="ID")
         verb_parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")

@@ -51,8 +51,10 @@ _KNOWN_BINARIES: list[tuple[bytes, str]] = [
 ]
 _SUPPORTED = "PDF, DOCX, EPUB, HTML, Markdown or plain text"
 
-_HTML_START = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body|title|meta|p|div|h[1-6]|article|section|main|table)\b",
-                         re.IGNORECASE | re.DOTALL)
+_HTML_START = re.compile(
+    rb"^(?:\xef\xbb\xbf)?\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body|title|meta|p|div|h[1-6]|article|section|main|table)\b",
+    re.IGNORECASE | re.DOTALL,
+)
 # ATX headings ("# Title", up to three spaces of indent), Setext headings (a line underlined with === or ---),
 # and a document that opens with an ATX heading on a line of its own ("# Title", then a blank line).
 _MD_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+\S", re.MULTILINE)

@@ -40,9 +40,13 @@ def parse(data: bytes, limits: ZipLimits = ZIP_LIMITS) -> ParsedDocument:
     except (ParseError, MemoryError, SystemError):  # SystemError: see sandbox._serve_child
         raise
     except RecursionError as exc:
-        raise ParseError(f"the {FORMAT_NAMES[fmt]} file is damaged or unreadable: its structure nests too deeply") from exc
+        raise ParseError(
+            f"the {FORMAT_NAMES[fmt]} file is damaged or unreadable: its structure nests too deeply"
+        ) from exc
     except Exception as exc:  # noqa: BLE001 - third-party parsers raise anything on broken input
-        raise ParseError(f"the {FORMAT_NAMES[fmt]} file is damaged or unreadable ({type(exc).__name__}: {exc})"[:500]) from exc
+        raise ParseError(
+            f"the {FORMAT_NAMES[fmt]} file is damaged or unreadable ({type(exc).__name__}: {exc})"[:500]
+        ) from exc
     if not parsed.text.strip():
         raise ParseError(NO_TEXT_PDF if fmt == "pdf" else "no text could be extracted: the file has no readable text")
     return parsed
@@ -118,6 +122,8 @@ def _pdf_title(title: object) -> str | None:
         return None
     title = normalise(title).replace("\n", " ")
     # Word and other converters write their own names and file names here.
-    if not (3 <= len(title) <= 300) or re.match(r"(?i)(microsoft word|untitled|document\d*$)|.*\.(docx?|pdf|rtf)$", title):
+    if not (3 <= len(title) <= 300) or re.match(
+        r"(?i)(microsoft word|untitled|document\d*$)|.*\.(docx?|pdf|rtf)$", title
+    ):
         return None
     return title

@@ -252,7 +252,9 @@ def estimate_reading(token_count: int | None, settings: Settings, chunk_tokens: 
     if speed is None:
         return ReadingEstimate(chunks, None, settings.engine, "no speed figure for this engine yet")
     update = (chunk + memory + PROMPT_OVERHEAD_TOKENS) * speed.prefill_s_per_token + memory * speed.decode_s_per_token
-    final = (memory + PROMPT_OVERHEAD_TOKENS) * speed.prefill_s_per_token + settings.answer_tokens * speed.decode_s_per_token
+    final = (
+        memory + PROMPT_OVERHEAD_TOKENS
+    ) * speed.prefill_s_per_token + settings.answer_tokens * speed.decode_s_per_token
     return ReadingEstimate(chunks, round(chunks * update + final, 1) if chunks else 0.0, settings.engine, speed.basis)
 
 

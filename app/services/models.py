@@ -71,7 +71,9 @@ def register_version(
         if not (adapter_path / "adapter_config.json").is_file():
             raise ModelVersionError(f"{adapter_path} is not a peft LoRA adapter folder (no adapter_config.json)"
                                     + _adapter_hint(adapter_path))
-    if base_model not in (BUNDLED, READER) and Path(base_model).expanduser().is_dir():  # found from any working directory
+    if (
+        base_model not in (BUNDLED, READER) and Path(base_model).expanduser().is_dir()
+    ):  # found from any working directory
         base_model = str(Path(base_model).expanduser().resolve())
     version = ModelVersion(
         name=name, base_model=base_model, adapter_path=str(adapter_path) if adapter_path else None, engine=engine,

@@ -265,7 +265,9 @@ def branches(settings: Settings, reading_id: int, *, user: UserView | None = Non
                 for r in descendants(s, reading_id, resolve_actor(s, settings, user))]
 
 
-def show(settings: Settings, reading_id: int, *, with_chunks: bool = False, user: UserView | None = None) -> ReadingView:
+def show(
+    settings: Settings, reading_id: int, *, with_chunks: bool = False, user: UserView | None = None
+) -> ReadingView:
     """A reading with its checkpoints (`with_chunks`: and the text of the chunk each one read); NotFound if none."""
     with session_scope(settings.resolved_database_url) as s:
         r = require_reading(s, reading_id, resolve_actor(s, settings, user))

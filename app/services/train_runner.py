@@ -153,7 +153,9 @@ def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Ev
         with (run_dir / "train.log").open("ab") as out:
             out.write(f"--- {utcnow():%Y-%m-%d %H:%M:%S} UTC, {worker}: {' '.join(cmd)}\n".encode())
             out.flush()
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=_trainer_env(), start_new_session=True)
+            proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, env=_trainer_env(), start_new_session=True
+            )
         code = _watch(proc, tick, stopping)
     except Exception as exc:  # the trainer could not be started: the run fails, the worker serves on
         log.exception("training run %d could not be started", run_id)

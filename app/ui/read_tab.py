@@ -286,16 +286,21 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         if r is None:
             return gr.update(choices=[], value=None), gr.update(value="", label="This reading"), ""
         others = [(f"#{o.id} " + (f"(branch of #{o.parent_reading_id} at step {o.branched_at_step}) " if
-                                  o.parent_reading_id else "") + f"{' '.join(o.question.split())[:80]} · {o.status}", o.id)
+                                  o.parent_reading_id else "")
+                   + f"{' '.join(o.question.split())[:80]} · {o.status}", o.id)
                   for o in readings.document_readings(settings, r.document_id, user=me()) if o.id != r.id]  # fmt: skip
-        return (gr.update(choices=others, value=None), gr.update(value=compare_text(r), label=f"This reading (#{r.id})"),
+        return (gr.update(choices=others, value=None),
+                gr.update(value=compare_text(r), label=f"This reading (#{r.id})"),
                 gr.update(value="", label="The other reading"))  # fmt: skip
 
     def on_compare(reading_id: int | None, other_id: int | None):
         if reading_id is None or other_id is None:
             return gr.update(), gr.update(value="", label="The other reading")
         try:
-            this, other = readings.show(settings, reading_id, user=me()), readings.show(settings, int(other_id), user=me())
+            this, other = (
+                readings.show(settings, reading_id, user=me()),
+                readings.show(settings, int(other_id), user=me()),
+            )
         except NotFound:
             return gr.update(), gr.update(value="", label="The other reading")
         return (gr.update(value=compare_text(this), label=f"This reading (#{this.id})"),

@@ -181,7 +181,8 @@ def compare_text(r: ReadingView) -> str:
 def describe_step(v: StepView) -> str:
     """The timeline's line for one step: which step, where its chunk came from, who wrote the memory."""
     c = v.checkpoint
-    line = (f"**Step {c.step} of {v.steps}** · {text_md(pages_label(c.first_page, c.last_page, v.page_unit, v.page_labels))}"
+    where = pages_label(c.first_page, c.last_page, v.page_unit, v.page_labels)
+    line = (f"**Step {c.step} of {v.steps}** · {text_md(where)}"
             f" · characters {c.start_char:,}–{c.end_char:,}")  # fmt: skip
     if c.origin == "edited":
         by = f" by {text_md(c.edited_by)}" if c.edited_by else ""

@@ -202,7 +202,9 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
             versions = registry.registry(settings, user=me())
         except REFUSED as exc:
             return [], gr.update(), f"**Cannot list the model versions:** {text_md(exc)}"
-        choices = [(f"base: {settings.model} (no version)", 0)] + [(f"#{v['id']} {v['name']}", v["id"]) for v in versions]
+        choices = [(f"base: {settings.model} (no version)", 0)] + [
+            (f"#{v['id']} {v['name']}", v["id"]) for v in versions
+        ]
         return model_rows(settings, versions), gr.update(choices=choices, value=None), note
 
     def on_activate(version_id: int | None):
@@ -289,19 +291,34 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
                                 # default shows 6 decimals, cut off when a curve has one point)
                                 plots.append(gr.LinePlot(curve_frame([]), x="step", y="value", label=title,
                                                          x_axis_format="~g", y_axis_format=".4~g", elem_id=elem_id))
-                    with gr.Accordion("Latest sample rollouts: question, each step's memory, answer, reward", open=True):
+                    with gr.Accordion(
+                        "Latest sample rollouts: question, each step's memory, answer, reward", open=True
+                    ):
                         samples = gr.Markdown(elem_id="run-samples", latex_delimiters=[])
-                    log = gr.Textbox(label="Log (last lines)", lines=10, max_lines=20, interactive=False, autoscroll=True,
-                                     elem_id="run-log")
+                    log = gr.Textbox(
+                        label="Log (last lines)",
+                        lines=10,
+                        max_lines=20,
+                        interactive=False,
+                        autoscroll=True,
+                        elem_id="run-log",
+                    )
                     with gr.Column(elem_id="evaluation"):
                         gr.Markdown("### Evaluation: the active model and this run on the same held-out sets")
                         eval_note = gr.Markdown(elem_id="eval-note", latex_delimiters=[])
                         eval_table = gr.Dataframe(value=[], headers=EVAL_COLUMNS, type="array", interactive=False,
                                                   wrap=True, visible=False, elem_id="eval-table")
-                        eval_plot = gr.BarPlot(bars_frame([]), x="set", y="sub_em", color="model", y_lim=[0, 1],
-                                               color_map=COLORS, sort=[],  # Vega-Lite: values not listed keep their order
-                                               label="Sub-EM per held-out set: baseline and this run",
-                                               elem_id="eval-plot")
+                        eval_plot = gr.BarPlot(
+                            bars_frame([]),
+                            x="set",
+                            y="sub_em",
+                            color="model",
+                            y_lim=[0, 1],
+                            color_map=COLORS,
+                            sort=[],  # Vega-Lite: values not listed keep their order
+                            label="Sub-EM per held-out set: baseline and this run",
+                            elem_id="eval-plot",
+                        )
                 run_id = gr.State(None)
                 shown = gr.State("")
                 timer = gr.Timer(2.0, active=False)

@@ -29,8 +29,9 @@ PLOTS = [("Reward (mean over the rollouts)", "plot-reward", "rl", "reward"),
          ("Tokens per second", "plot-tokens", None, "tokens_per_s")]  # fmt: skip
 #: the New run form, three a row: RunParams fields, and TrainConfig fields it sets through `extra`
 #: (DataConfig's under "data")
-FORM = ("sft_steps", "sft_samples_per_step", "sft_learning_rate", "sft_carry", "rl_steps", "samples_per_step", "group_size",
-        "learning_rate", "temperature", "kl_coef", "chunk_tokens", "memory_tokens", "mix_feedback", "save_every")  # fmt: skip
+FORM = ("sft_steps", "sft_samples_per_step", "sft_learning_rate", "sft_carry", "rl_steps", "samples_per_step",
+        "group_size", "learning_rate", "temperature", "kl_coef", "chunk_tokens", "memory_tokens", "mix_feedback",
+        "save_every")  # fmt: skip
 EXTRA = {"sft_samples_per_step", "sft_carry", "chunk_tokens", "memory_tokens"}
 DATA = {"mix_feedback"}
 FLOATS = {"learning_rate", "sft_learning_rate", "temperature", "kl_coef", "mix_feedback"}
@@ -144,7 +145,9 @@ def curves(rows: list[dict[str, Any]]) -> list[pd.DataFrame]:
 
 def curve_frame(points: list[dict[str, Any]]) -> pd.DataFrame:
     """Typed even when empty: the plot takes its axes' kinds (numbers, not categories) from the frame."""
-    return pd.DataFrame(points, columns=["step", "value", "metric"]).astype({"step": int, "value": float, "metric": str})
+    return pd.DataFrame(points, columns=["step", "value", "metric"]).astype(
+        {"step": int, "value": float, "metric": str}
+    )
 
 
 def describe_samples(samples: list[dict[str, Any]]) -> str:

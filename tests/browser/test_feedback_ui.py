@@ -27,7 +27,8 @@ def _done_reading(server, document_id: int) -> int:
         now = datetime.now(UTC)
         r = Reading(document_id=document_id, model="smollm2", chunk_tokens=128, memory_tokens=48, answer_tokens=32,
                     template_set="memagent", question="How much is the rent?", status=ReadingStatus.done, cursor=1,
-                    total_chunks=1, started_at=now - timedelta(seconds=4), finished_at=now, answer="eight crowns")  # fmt: skip
+                    total_chunks=1, started_at=now - timedelta(seconds=4), finished_at=now,
+                    answer="eight crowns")  # fmt: skip
         s.add(r)
         s.flush()
         s.add(Checkpoint(reading_id=r.id, step=1, memory="rent: eight crowns", start_token=0, end_token=100,

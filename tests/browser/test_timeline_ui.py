@@ -137,7 +137,9 @@ def test_timeline_keyboard_diff_and_edit_and_resume(ui_page, ui_server, tokenize
     msg = page.locator("#edit-msg").inner_text()
     branch_id = int(re.search(r"Branch #(\d+) of #(\d+)", msg).group(1))
     page.locator("#status").get_by_text("Queued").wait_for(timeout=30_000)
-    page.locator("#readings [role=gridcell]").filter(has_text=f"#{original_id} at step 2").first.wait_for(timeout=30_000)
+    page.locator("#readings [role=gridcell]").filter(has_text=f"#{original_id} at step 2").first.wait_for(
+        timeout=30_000
+    )
     branch = page.request.get(f"{ui_server.url}/api/readings/{branch_id}/checkpoints").json()["checkpoints"]
     assert [(c["step"], c["origin"], c["edited_by"]) for c in branch] == [(1, "agent", None), (2, "edited", "ui:local")]
     assert branch[1]["memory"] == f"EDITED ship 2 {IMG}"

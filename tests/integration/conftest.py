@@ -55,6 +55,8 @@ def db_settings(request, tmp_path) -> Settings:
     database: some tests' worker passes take every queued reading there is)."""
     from app.migrate import upgrade
 
-    url = f"sqlite:///{tmp_path / 'app.db'}" if request.param == "sqlite" else request.getfixturevalue("own_postgres_url")
+    url = (
+        f"sqlite:///{tmp_path / 'app.db'}" if request.param == "sqlite" else request.getfixturevalue("own_postgres_url")
+    )
     upgrade(url)
     return Settings(data_dir=tmp_path / "data", database_url=url, chunk_tokens=100, memory_tokens=20, answer_tokens=20)

@@ -43,7 +43,9 @@ def test_upload_ask_and_follow_a_reading(client, settings, tokenizer):
     assert reading["status"] == "queued" and reading["chunk_tokens"] == 200 and reading["checkpoints"] == []
 
     def respond(prompt: str) -> str:
-        return "mills so far: " + re.findall(r"mill number (\d+)", prompt)[-1] if "<section>" in prompt else "\\boxed{79}"
+        return (
+            "mills so far: " + re.findall(r"mill number (\d+)", prompt)[-1] if "<section>" in prompt else "\\boxed{79}"
+        )
 
     run_readings(settings, [reading["id"]], FakeEngine(tokenizer, respond))
     got = client.get(f"/api/readings/{reading['id']}").json()
@@ -96,7 +98,10 @@ def test_bad_requests_get_clear_errors(client, settings):
     assert r.status_code == 413 and "limit" in r.json()["detail"]
     doc = _upload(client, "a.txt", b"hello there").json()
     assert client.post(f"/api/documents/{doc['id']}/readings", json={"question": ""}).status_code == 422
-    assert client.post(f"/api/documents/{doc['id']}/readings", json={"question": "?", "chunk_tokens": 1}).status_code == 422
+    assert (
+        client.post(f"/api/documents/{doc['id']}/readings", json={"question": "?", "chunk_tokens": 1}).status_code
+        == 422
+    )
 
 
 def test_a_missing_document_or_reading_is_404_everywhere(client):

@@ -94,7 +94,10 @@ def test_a_disabled_user_cannot_sign_in_or_use_an_earlier_token(client, prod):
 def test_failed_sign_ins_are_rate_limited_with_a_clear_message(client, prod):
     alice = new_user(prod)
     for _ in range(users.MAX_FAILURES):
-        assert client.post("/api/auth/token", data={"username": alice.username, "password": "guess1234"}).status_code == 401
+        assert (
+            client.post("/api/auth/token", data={"username": alice.username, "password": "guess1234"}).status_code
+            == 401
+        )
     r = client.post("/api/auth/token", data={"username": alice.username, "password": PASSWORD})  # even the right one
     assert r.status_code == 429, r.text
     wait = int(r.headers["retry-after"])

@@ -246,7 +246,10 @@ def test_provenance_of_the_final_memory_and_the_answer(db_settings, tokenizer):
             return "\\boxed{The key hangs behind the barometer.}"
         kept = [] if memory in ("No previous memory", "Nothing yet.") else [memory]
         chunk = re.search(r"<section>\n(.*?)\n</section>", prompt, re.DOTALL).group(1)
-        for word, fact in (("barometer", "the key hangs behind the barometer"), ("Mondays", "the boat comes on Mondays")):
+        for word, fact in (
+            ("barometer", "the key hangs behind the barometer"),
+            ("Mondays", "the boat comes on Mondays"),
+        ):
             if word in chunk and fact not in memory:
                 kept.append(f"Noted: {fact}.")
         return " ".join(kept) or "Nothing yet."
@@ -256,7 +259,10 @@ def test_provenance_of_the_final_memory_and_the_answer(db_settings, tokenizer):
     got = readings.show(db_settings, r.id)
     sources = provenance(db_settings, r.id)
     memory = [x for x in sources if x.part == "memory"]
-    assert [x.sentence for x in memory] == ["Noted: the key hangs behind the barometer.", "Noted: the boat comes on Mondays."]
+    assert [x.sentence for x in memory] == [
+        "Noted: the key hangs behind the barometer.",
+        "Noted: the boat comes on Mondays.",
+    ]
     for x, word in zip(memory, ("barometer", "Mondays")):
         c = got.checkpoints[x.step - 1]
         first = next(k for k, cp in enumerate(got.checkpoints, 1) if word in FACTS[cp.start_char : cp.end_char])

@@ -24,9 +24,27 @@ def test_ask_json_prints_one_object_with_every_checkpoint(tmp_path):
     env = {**os.environ, "LONGREAD_DATA_DIR": str(tmp_path / "data"), "LONGREAD_MODEL_CACHE_DIR": str(MODEL_CACHE),
            "LONGREAD_ANSWER_TOKENS": "24", "LONGREAD_ENGINE": "transformers"}  # no vLLM start per `ask`
     out = subprocess.run(
-        [sys.executable, "-m", "app.cli", "ask", str(doc), "-q", "Where is the spare key?", "-q", "When did the boat come?",
-         "--chunk-tokens", "40", "--memory-tokens", "24", "--json"],
-        env=env, capture_output=True, text=True, timeout=600, check=True,
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "ask",
+            str(doc),
+            "-q",
+            "Where is the spare key?",
+            "-q",
+            "When did the boat come?",
+            "--chunk-tokens",
+            "40",
+            "--memory-tokens",
+            "24",
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
     )
     result = json.loads(out.stdout)  # fails if anything else was printed on stdout
     assert [r["question"] for r in result["readings"]] == ["Where is the spare key?", "When did the boat come?"]

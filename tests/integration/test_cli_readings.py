@@ -45,7 +45,9 @@ def run(settings, tokenizer, monkeypatch, capsys):
 def test_ask_json_has_ids_origins_and_pages_and_readings_lists_them(run, tmp_path):
     path = tmp_path / "ledger.txt"
     path.write_text(TEXT, encoding="utf-8")
-    code, out, _ = run("ask", str(path), "-q", "How many ships?", "-q", "Which cape?", "--chunk-tokens", "120", "--json")
+    code, out, _ = run(
+        "ask", str(path), "-q", "How many ships?", "-q", "Which cape?", "--chunk-tokens", "120", "--json"
+    )
     assert code == 0
     got = json.loads(out)["readings"]
     assert [r["question"] for r in got] == ["How many ships?", "Which cape?"]
@@ -86,7 +88,8 @@ def test_cancel_and_retry_from_the_command_line(run, settings):
     with pytest.raises(SystemExit, match="only failed or cancelled readings are retried"):
         run("retry", str(r.id))
     for argv, message in [(("checkpoints", "999"), "no reading 999"), (("readings", "999"), "no document 999"),
-                          (("cancel", "x"), "'x' is not a reading id"), (("readings", "x"), "not a document id")]:  # fmt: skip
+                          (("cancel", "x"), "'x' is not a reading id"),
+                          (("readings", "x"), "not a document id")]:  # fmt: skip
         with pytest.raises(SystemExit, match=message):
             run(*argv)
 

@@ -61,7 +61,9 @@ def test_pdf_pages_and_checkpoint_provenance(client, settings, tokenizer):
 def test_checkpoints_point_at_sections_of_an_epub(client, settings, tokenizer):
     book = docgen.small_book()
     doc = client.post("/api/documents", files={"file": ("keeper.epub", docgen.to_epub(book))}).json()
-    reading = client.post(f"/api/documents/{doc['id']}/readings", json={"question": "Who came?", "chunk_tokens": 16}).json()
+    reading = client.post(
+        f"/api/documents/{doc['id']}/readings", json={"question": "Who came?", "chunk_tokens": 16}
+    ).json()
     run_readings(settings, [reading["id"]], FakeEngine(tokenizer, lambda p: "notes"))
     checkpoints = client.get(f"/api/readings/{reading['id']}").json()["checkpoints"]
     labels = [p["label"] for p in doc["page_map"]]
@@ -76,5 +78,9 @@ def test_reading_time_estimate(settings):
     per_chunk = two.seconds - one.seconds
     assert per_chunk > 0 and ten.seconds - one.seconds == pytest.approx(9 * per_chunk, abs=0.5)  # linear
     assert one.seconds > per_chunk  # plus the final answer
-    assert estimate_reading(1000, settings.model_copy(update={"engine": "openai",
-                                                               "openai_base_url": "http://127.0.0.1:9/v1"})).seconds is None
+    assert (
+        estimate_reading(
+            1000, settings.model_copy(update={"engine": "openai", "openai_base_url": "http://127.0.0.1:9/v1"})
+        ).seconds
+        is None
+    )

@@ -91,8 +91,8 @@ def test_feedback_is_kept_per_reading_and_document_and_exported_for_training(db_
     source = TaskSource(DataConfig(synthetic_kinds=[], contracts=False, feedback=[path]), tokenizer, seed=0,
                         documents=functools.partial(document_text, db_settings))  # fmt: skip
     tasks = source.feedback
-    assert [(t.question, t.answers) for t in tasks] == [("How much is the rent?", ("59 crowns",)),
-                                                        ("When is it due?", ("on the first day of the month",))]  # fmt: skip
+    assert [(t.question, t.answers) for t in tasks] == [
+        ("How much is the rent?", ("59 crowns",)), ("When is it due?", ("on the first day of the month",))]  # fmt: skip
     assert tasks[0].document == texts[doc_id]
 
     # with the text in the file, training needs no database

@@ -102,7 +102,8 @@ def test_new_readings_use_the_active_version_and_keep_it(tmp_path, model_path):
         doc = ingest(s, settings, "lighthouse.txt", LIGHTHOUSE.encode())
         (base_reading,) = create_readings(s, settings, doc.id, [question])
         version = mv.register_version(s, "lora-test", str(model_path), adapter_path=tmp_path / "adapter",
-                                      template_set="chunk-first", chunk_tokens=48, memory_tokens=20, activate=True)  # fmt: skip
+                                      template_set="chunk-first", chunk_tokens=48, memory_tokens=20,
+                                     activate=True)  # fmt: skip
         (lora_reading,) = create_readings(s, settings, doc.id, [question])
         mv.activate_version(s, 0)  # switched back before it is read: it still reads with its version
         ids, version_id, text = [base_reading.id, lora_reading.id], version.id, doc.text
@@ -159,8 +160,18 @@ def test_models_cli_json(tmp_path):
     v = out["versions"][0]
     assert set(v) == {"id", "name", "base_model", "adapter_path", "engine", "template_set", "chunk_tokens",
                       "memory_tokens", "training_run", "active", "key_metrics", "metrics", "created_at"}  # fmt: skip
-    assert (v["name"], v["base_model"], v["adapter_path"], v["active"]) == ("sft-1", "smollm2", str(run / "adapter"), True)
-    assert (v["template_set"], v["chunk_tokens"], v["memory_tokens"], v["training_run"]) == ("chunk-first", 256, 64, str(run))
+    assert (v["name"], v["base_model"], v["adapter_path"], v["active"]) == (
+        "sft-1",
+        "smollm2",
+        str(run / "adapter"),
+        True,
+    )
+    assert (v["template_set"], v["chunk_tokens"], v["memory_tokens"], v["training_run"]) == (
+        "chunk-first",
+        256,
+        64,
+        str(run),
+    )
     assert v["key_metrics"] == {"2K": 0.75} and v["metrics"]["summary"] == summary
     table = _cli(env)
     assert "sft-1" in table and "2K 75%" in table

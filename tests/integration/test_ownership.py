@@ -128,7 +128,9 @@ def test_lists_and_the_export_hold_only_ones_own(world):
     export_b = c.get("/api/feedback/export", headers=bearer(w["tb"]))
     export_a = c.get("/api/feedback/export", headers=bearer(w["ta"]))
     export_admin = c.get("/api/feedback/export", headers=bearer(w["tadmin"]))
-    TABLE.append(("GET /api/feedback/export", "reader B", f"{len(export_b.text.splitlines())} lines", export_b.status_code))
+    TABLE.append(
+        ("GET /api/feedback/export", "reader B", f"{len(export_b.text.splitlines())} lines", export_b.status_code)
+    )
     assert export_b.status_code == 200 and export_b.text == ""
     assert f'"reading_id": {w["reading"]}' in export_a.text
     assert f'"reading_id": {w["reading"]}' in export_admin.text  # the admin's export is the training data
@@ -190,7 +192,10 @@ def test_admin_routes_need_an_admin(world):
     patched = c.patch(f"/api/users/{made.json()['id']}", headers=bearer(w["tadmin"]), json={"role": "admin"})
     assert patched.status_code == 200 and patched.json()["role"] == "admin"
     assert c.patch(f"/api/users/{MISSING}", headers=bearer(w["tadmin"]), json={"disabled": True}).status_code == 404
-    assert c.patch("/api/users/99999999999999999999", headers=bearer(w["tadmin"]), json={"disabled": True}).status_code == 404
+    assert (
+        c.patch("/api/users/99999999999999999999", headers=bearer(w["tadmin"]), json={"disabled": True}).status_code
+        == 404
+    )
 
 
 def test_a_cross_origin_post_with_the_session_cookie_is_refused(world):
@@ -288,7 +293,9 @@ def test_upload_names_cannot_escape_the_storage_folder(world):
         assert r.status_code in (201, 422), (name, r.status_code, r.text)
         if r.status_code == 201:
             shown = r.json()["filename"]
-            assert "/" not in shown and "\\" not in shown and "\x00" not in shown and shown not in ("", "..", "."), shown
+            assert "/" not in shown and "\\" not in shown and "\x00" not in shown and shown not in ("", "..", "."), (
+                shown
+            )
             sha = hashlib.sha256(body).hexdigest()
             assert (w["settings"].blob_dir / sha[:2] / sha).read_bytes() == body  # stored under its hash only
     for outside in (Path("/tmp/longread-escaped.txt"), Path("/tmp/longread-absolute.txt"),

@@ -65,7 +65,9 @@ def test_a_reading_that_keeps_stopping_its_runner_fails_at_the_cap_and_resumes(d
     with session_scope(s.resolved_database_url) as db:
         r = get_reading(db, rid)
         assert r.status == ReadingStatus.failed and r.cursor == 2
-        assert r.error.startswith(f"the worker stopped 2 times while reading this (last at chunk 3 of {r.total_chunks};")
+        assert r.error.startswith(
+            f"the worker stopped 2 times while reading this (last at chunk 3 of {r.total_chunks};"
+        )
         assert count_claimable(db, s) == 0  # the sweepers stop asking for passes
         kept = [(c.id, c.step) for c in r.checkpoints]
 

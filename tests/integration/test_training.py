@@ -158,7 +158,9 @@ def test_sft_rows_carry_evidence_and_take_a_feedback_answer_as_evidence(model_pa
     restated = "<memory>\nThe vault code of Ada Brill.\n</memory>"  # question_echo's, in the prompt
     echoed = [(decode(r.prompt_ids), t) for r, t in zip(rows, targets(rows)) if restated in decode(r.prompt_ids)]
     assert [t for _, t in echoed[:-1]] == [NO_EVIDENCE_MEMORY] * 2 and echoed[-1][1].startswith(fact)
-    assert fact in echoed[-1][0] and len(rows) == 1 + 2 + 1 + 1  # the gain, 2 echoes before it, the echo at it, the answer
+    assert (
+        fact in echoed[-1][0] and len(rows) == 1 + 2 + 1 + 1
+    )  # the gain, 2 echoes before it, the echo at it, the answer
 
     # a fact the document does not hold: keeps of the empty memory (no echoes: nothing replaces them), and the
     # answer that the document does not say; no answer sentence is looked for

@@ -51,7 +51,12 @@ def test_an_admin_starts_watches_cancels_resumes_and_promotes_a_run(client, sett
     r = client.post("/api/training/runs", json={"selection": SYNTHETIC, "params": TINY, "name": "tiny <b>run</b>"})
     assert r.status_code == 201, r.text
     run = r.json()
-    assert (run["name"], run["status"], run["queue_position"], run["total_steps"]) == ("tiny <b>run</b>", "queued", 1, 3)
+    assert (run["name"], run["status"], run["queue_position"], run["total_steps"]) == (
+        "tiny <b>run</b>",
+        "queued",
+        1,
+        3,
+    )
     assert run["config"]["chunk_tokens"] == 128 and run["selection"]["lengths"] == [256]
     assert [x["id"] for x in client.get("/api/training/runs").json()] == [run["id"]]
     detail = client.get(f"/api/training/runs/{run['id']}").json()

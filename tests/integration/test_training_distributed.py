@@ -50,8 +50,12 @@ def test_two_processes_make_the_same_update_as_one(tmp_path: Path) -> None:
     questions = ["Where does the spare key hang?", "How many steps did Mara climb?", "What colour is the ledger?",
                  "When did the supply boat come?"]
     answers = ["behind the barometer", "ninety", "green", "the first Monday of each month"]
-    (tmp_path / "cases.jsonl").write_text("".join(
-        json.dumps({"document": "story.txt", "question": q, "answers": [a]}) + "\n" for q, a in zip(questions, answers)))
+    (tmp_path / "cases.jsonl").write_text(
+        "".join(
+            json.dumps({"document": "story.txt", "question": q, "answers": [a]}) + "\n"
+            for q, a in zip(questions, answers)
+        )
+    )
     (tmp_path / "config.toml").write_text(CONFIG.format(cases=tmp_path / "cases.jsonl"))
 
     cli = [sys.executable, "-m", "app.cli"]

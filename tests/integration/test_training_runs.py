@@ -112,7 +112,8 @@ def test_a_bad_request_names_what_to_change_and_only_admins_may_act(sqlite_setti
     run = training_runs.start_run(s, SYNTHETIC, RunParams(sft_steps=1, rl_steps=0, **TINY))
     for call in (lambda: training_runs.start_run(s, SYNTHETIC, RunParams(), user=reader),
                  lambda: training_runs.list_runs(s, user=reader), lambda: training_runs.get_run(s, run.id, user=reader),
-                 lambda: training_runs.run_log(s, run.id, user=reader), lambda: training_runs.data_overview(s, user=reader),
+                 lambda: training_runs.run_log(s, run.id, user=reader),
+                 lambda: training_runs.data_overview(s, user=reader),
                  lambda: training_runs.cancel_run(s, run.id, user=reader),
                  lambda: training_runs.promote_run(s, run.id, user=reader)):  # fmt: skip
         with pytest.raises(Forbidden):
@@ -262,7 +263,9 @@ def test_a_run_is_trained_evaluated_and_promoted_by_a_training_worker(tmp_path, 
         metrics = training_runs.run_metrics(s, run.id)
         assert [m["step"] for m in metrics] == [1, 2] == list(range(1, done.total_steps + 1))
         assert [m["phase"] for m in metrics] == ["sft", "rl"] and done.step == 2
-        assert {"reward", "accuracy", "loss", "kl", "clip_fraction", "groups_filtered", "tokens_per_s"} <= metrics[1].keys()
+        assert {"reward", "accuracy", "loss", "kl", "clip_fraction", "groups_filtered", "tokens_per_s"} <= metrics[
+            1
+        ].keys()
         assert (run_dir / "adapter" / "adapter_config.json").is_file()
         assert done.attempts == 1 and done.finished_at >= done.started_at and done.eta_s is None
         (sample,) = training_runs.run_samples(s, run.id)
@@ -275,7 +278,13 @@ def test_a_run_is_trained_evaluated_and_promoted_by_a_training_worker(tmp_path, 
                                 env={**os.environ, "LONGREAD_DATABASE_URL": s.database_url,
                                      "LONGREAD_DATA_DIR": str(s.data_dir)}, check=True, timeout=120)  # fmt: skip
         (row,) = json.loads(listed.stdout)["runs"]
-        assert (row["id"], row["name"], row["status"], row["step"], row["total_steps"]) == (run.id, "tiny", "done", 2, 2)
+        assert (row["id"], row["name"], row["status"], row["step"], row["total_steps"]) == (
+            run.id,
+            "tiny",
+            "done",
+            2,
+            2,
+        )
 
         assert training_runs.evaluate_run(s, run.id).evaluation == {"status": "queued"}
         with pytest.raises(RunError, match="being evaluated already"):

@@ -62,7 +62,9 @@ def test_hostile_upload(app_client, h):
 
 def test_non_utf8_text_reads_correctly(app_client):
     client, _, _ = app_client
-    doc = client.post("/api/documents", files={"file": ("cafe.txt", "Caf\u00e9 \u201cna\u00efve\u201d".encode("cp1252"))}).json()
+    doc = client.post(
+        "/api/documents", files={"file": ("cafe.txt", "Caf\u00e9 \u201cna\u00efve\u201d".encode("cp1252"))}
+    ).json()
     got = client.get(f"/api/documents/{doc['id']}").json()
     assert got["status"] == "ready" and got["char_count"] == len("Caf\u00e9 \u201cna\u00efve\u201d")
 

@@ -64,7 +64,9 @@ def test_a_worker_killed_while_its_vllm_server_starts_leaves_nothing_behind(tmp_
             assert parent.poll() is None, "the parent died before its server started its engine"
             time.sleep(0.2)
         else:
-            pytest.fail(f"the vLLM server never started its engine core; log:\n{(tmp_path / 'vllm.log').read_text()[-3000:]}")
+            pytest.fail(
+                f"the vLLM server never started its engine core; log:\n{(tmp_path / 'vllm.log').read_text()[-3000:]}"
+            )
         parent.kill()
         parent.wait(timeout=10)
         deadline = time.monotonic() + 60

@@ -101,7 +101,9 @@ def test_config_rejects_nonsense():
 
 
 def test_memory_of_keeps_each_line_once_and_blank_lines():
-    assert memory_of("The code is 42.\nThe code is 42. \n\nDogs bark.\nThe code is 42.") == "The code is 42.\n\nDogs bark."
+    assert (
+        memory_of("The code is 42.\nThe code is 42. \n\nDogs bark.\nThe code is 42.") == "The code is 42.\n\nDogs bark."
+    )
     assert memory_of("A.\nB.") == "A.\nB."
 
 
@@ -127,6 +129,9 @@ def test_a_repeated_line_is_not_passed_to_the_next_chunk(tokenizer):
 def test_memory_of_keeps_a_looping_phrase_once_and_leaves_runs_of_digits():
     looped = "It is in the kitchen of the old, worn-out, and very eccentric" + ", and very eccentric" * 5 + ", and ve"
     assert memory_of(looped) == "It is in the kitchen of the old, worn-out, and very eccentric"
-    assert memory_of("Code A is 12.\nB, and so on, and so on, and so on. Then C.") == "Code A is 12.\nB, and so on. Then C."
+    assert (
+        memory_of("Code A is 12.\nB, and so on, and so on, and so on. Then C.")
+        == "Code A is 12.\nB, and so on. Then C."
+    )
     assert memory_of("The vault code is 000000000000000000000000.") == "The vault code is 000000000000000000000000."
     assert memory_of("Twice is no loop, Twice is no loop, fine.") == "Twice is no loop, Twice is no loop, fine."

@@ -286,7 +286,8 @@ def check_data_services(d: Deployment) -> list[str]:
     command = d.command_of("redis") if redis else []
     if "--appendonly" not in command or command[command.index("--appendonly") + 1:][:1] != ["yes"]:
         problems.append("redis: not append-only (`redis-server --appendonly yes`)")
-    mounts = {name: [str(v).split(":")[1] if ":" in str(v) else str(v) for v in d.services.get(name, {}).get("volumes", [])]
+    mounts = {name: [str(v).split(":")[1] if ":" in str(v) else str(v)
+                     for v in d.services.get(name, {}).get("volumes", [])]
               for name in ("postgres", "redis")}  # fmt: skip
     if "/data" not in mounts["redis"]:
         problems.append("redis: its /data (the append-only file) is not on a volume")
@@ -571,49 +572,88 @@ MUTATIONS = {
     "no trainer service": (check_required_services, _edit(lambda d: d["services"].pop("trainer"))),
     "worker without health check": (check_health, _svc("worker", lambda s: s.pop("healthcheck"))),
     "redis health check disabled": (check_health, _svc("redis", lambda s: s.update(healthcheck={"disable": True}))),
-    "worker probes /healthz": (check_health, _svc("worker", lambda s: s["healthcheck"].update(
-        test=["CMD", "python", "-c", "urlopen('http://127.0.0.1:8000/healthz')"]))),
+    "worker probes /healthz": (
+        check_health,
+        _svc(
+            "worker",
+            lambda s: s["healthcheck"].update(test=["CMD", "python", "-c", "urlopen('http://127.0.0.1:8000/healthz')"]),
+        ),
+    ),
     "depends_on without condition": (check_depends_on, _svc("app", lambda s: s.update(depends_on=["postgres"]))),
-    "service_started": (check_depends_on, _svc("worker", lambda s: s["depends_on"]["vllm"].update(
-        condition="service_started"))),
+    "service_started": (
+        check_depends_on,
+        _svc("worker", lambda s: s["depends_on"]["vllm"].update(condition="service_started")),
+    ),
     "worker does not wait for vllm": (check_depends_on, _svc("worker", lambda s: s["depends_on"].pop("vllm"))),
     "redis without AOF": (check_data_services, _svc("redis", lambda s: s.update(command=["redis-server"]))),
     "postgres without volume": (check_data_services, _svc("postgres", lambda s: s.pop("volumes"))),
     "vllm without GPU": (check_vllm, _svc("vllm", lambda s: s.pop("deploy"))),
-    "vllm fixed tensor parallelism": (check_vllm, _text("compose_text", "--tensor-parallel-size ${VLLM_TENSOR_PARALLEL_SIZE:-1}",
-                                                        "--tensor-parallel-size 1")),
+    "vllm fixed tensor parallelism": (
+        check_vllm,
+        _text("compose_text", "--tensor-parallel-size ${VLLM_TENSOR_PARALLEL_SIZE:-1}", "--tensor-parallel-size 1"),
+    ),
     "vllm other model": (check_vllm, _text("env_example", f"VLLM_MODEL={DEFAULT_MODEL}", "VLLM_MODEL=Qwen/Qwen2.5-7B")),
-    "engine not openai": (check_app_environment, _text("compose_text", "LONGREAD_ENGINE: openai",
-                                                       "LONGREAD_ENGINE: vllm-local")),
+    "engine not openai": (
+        check_app_environment,
+        _text("compose_text", "LONGREAD_ENGINE: openai", "LONGREAD_ENGINE: vllm-local"),
+    ),
     "wrong vllm url": (check_app_environment, _text("compose_text", "http://vllm:8000/v1", "http://vllm:8001/v1")),
-    "secret key with a default": (check_app_environment, _text(
-        "compose_text", "${LONGREAD_SECRET_KEY:?set LONGREAD_SECRET_KEY in .env}", "${LONGREAD_SECRET_KEY:-dev}")),
+    "secret key with a default": (
+        check_app_environment,
+        _text("compose_text", "${LONGREAD_SECRET_KEY:?set LONGREAD_SECRET_KEY in .env}", "${LONGREAD_SECRET_KEY:-dev}"),
+    ),
     "app spawns a worker": (check_commands, _svc("app", lambda s: s.update(command=["longread", "serve"]))),
-    "unknown CLI flag": (check_commands, _svc("worker", lambda s: s.update(command=["longread", "worker", "--queue", "x"]))),
+    "unknown CLI flag": (
+        check_commands,
+        _svc("worker", lambda s: s.update(command=["longread", "worker", "--queue", "x"])),
+    ),
     "worker container_name": (check_scalable_worker, _svc("worker", lambda s: s.update(container_name="worker"))),
     "worker host port": (check_scalable_worker, _svc("worker", lambda s: s.update(ports=["9000:9000"]))),
     "uploads not shared": (check_shared_uploads, _svc("worker", lambda s: s.update(volumes=["other:/data"]))),
     "trainer without profile": (check_trainer, _svc("trainer", lambda s: s.pop("profiles"))),
     "trainer one-shot": (check_trainer, _svc("trainer", lambda s: s.update(restart="no"))),
-    "training dir read-only": (check_trainer, _svc("app", lambda s: s.update(
-        volumes=[v.replace("runs:/runs", "runs:/runs:ro") for v in s["volumes"]]))),
+    "training dir read-only": (
+        check_trainer,
+        _svc("app", lambda s: s.update(volumes=[v.replace("runs:/runs", "runs:/runs:ro") for v in s["volumes"]])),
+    ),
     "trainer reads documents": (check_commands, _svc("trainer", lambda s: s.update(command=["longread", "worker"]))),
     "trainer without health check": (check_health, _svc("trainer", lambda s: s.pop("healthcheck"))),
-    "literal postgres password": (check_no_default_secret, _svc("postgres", lambda s: s["environment"].update(
-        POSTGRES_PASSWORD="longread"))),
-    "password default": (check_no_default_secret, _text(
-        "compose_text", "${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in .env}@", "${POSTGRES_PASSWORD:-longread}@")),
-    "password in a URL": (check_no_default_secret, _svc("worker", lambda s: s["environment"].update(
-        LONGREAD_BROKER_URL="redis://:hunter2@redis:6379/0"))),
-    "secret on a command line": (check_no_default_secret, _svc("vllm", lambda s: s.update(
-        command="--model x --api-key sk-123"))),
+    "literal postgres password": (
+        check_no_default_secret,
+        _svc("postgres", lambda s: s["environment"].update(POSTGRES_PASSWORD="longread")),
+    ),
+    "password default": (
+        check_no_default_secret,
+        _text(
+            "compose_text", "${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in .env}@", "${POSTGRES_PASSWORD:-longread}@"
+        ),
+    ),
+    "password in a URL": (
+        check_no_default_secret,
+        _svc("worker", lambda s: s["environment"].update(LONGREAD_BROKER_URL="redis://:hunter2@redis:6379/0")),
+    ),
+    "secret on a command line": (
+        check_no_default_secret,
+        _svc("vllm", lambda s: s.update(command="--model x --api-key sk-123")),
+    ),
     "secret in .env.example": (check_no_default_secret, _text("env_example", "\nHF_TOKEN=\n", "\nHF_TOKEN=hf_abc\n")),
-    "undocumented variable": (check_env_documented, _svc("worker", lambda s: s.update(stop_grace_period="${WORKER_GRACE:-30s}"))),
-    "stale documentation": (check_env_documented, _text("env_example", "\nHTTP_PORT=8000\n", "\nHTTP_PORT=8000\nOLD_THING=1\n")),
-    "not a setting": (check_longread_variables_are_settings, _svc("app", lambda s: s["environment"].update(
-        LONGREAD_WORKERS="4"))),
+    "undocumented variable": (
+        check_env_documented,
+        _svc("worker", lambda s: s.update(stop_grace_period="${WORKER_GRACE:-30s}")),
+    ),
+    "stale documentation": (
+        check_env_documented,
+        _text("env_example", "\nHTTP_PORT=8000\n", "\nHTTP_PORT=8000\nOLD_THING=1\n"),
+    ),
+    "not a setting": (
+        check_longread_variables_are_settings,
+        _svc("app", lambda s: s["environment"].update(LONGREAD_WORKERS="4")),
+    ),
     "root image": (check_image, _text("dockerfile", "\nUSER longread\n", "\nUSER root\n")),
-    "secret ARG": (check_image, _text("dockerfile", "\nARG TORCH_VERSION=2.13.0\n", "\nARG TORCH_VERSION=2.13.0\nARG HF_TOKEN\n")),
+    "secret ARG": (
+        check_image,
+        _text("dockerfile", "\nARG TORCH_VERSION=2.13.0\n", "\nARG TORCH_VERSION=2.13.0\nARG HF_TOKEN\n"),
+    ),
     "no healthcheck in image": (check_image, _text("dockerfile", "HEALTHCHECK", "# HEALTHCHECK")),
     ".env in the build context": (check_image, _text("dockerignore", "\n.env\n", "\n")),
 }

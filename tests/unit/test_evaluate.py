@@ -42,7 +42,8 @@ def test_evaluate_scores_with_the_verifier_and_reads_one_document_once_per_chunk
     agent = MemoryAgent(engine, AgentConfig(chunk_tokens=64, memory_tokens=16, answer_tokens=8))
     results = evaluate(agent, tasks, "cases", lambda t: "g")
     assert [(r.task_id, r.answer, r.sub_em, r.exact_match) for r in results] == [
-        ("a", "Oslo, Norway", True, True), ("b", "Oslo, Norway", False, False), ("c", "Oslo, Norway", True, False)]  # fmt: skip
+        ("a", "Oslo, Norway", True, True), ("b", "Oslo, Norway", False, False),
+        ("c", "Oslo, Norway", True, False)]  # fmt: skip
     chunks = len(agent.chunks(doc))
     assert len(engine.calls) == chunks + 1 and all(len(m) == 3 for m, _ in engine.calls)  # all three together
     assert results[0].final_memory == "The box is in Oslo." and results[0].chunks == chunks

@@ -221,7 +221,9 @@ def test_zip_guards():
     many = docgen.to_epub(docgen.small_book(), extra_entries=100)
     with pytest.raises(ParseError, match="entries, more than the 50"):
         detect_format(many, limits)
-    bomb = _zip({"[Content_Types].xml": b"wordprocessingml.document.main+xml", "word/document.xml": b"\0" * (4 * 2**20)})
+    bomb = _zip(
+        {"[Content_Types].xml": b"wordprocessingml.document.main+xml", "word/document.xml": b"\0" * (4 * 2**20)}
+    )
     with pytest.raises(ParseError, match="expands .* times"):
         detect_format(bomb, limits)
     big = _zip({"mimetype": b"application/epub+zip", "a": b"\0" * (9 * 2**20)}, zipfile.ZIP_STORED)

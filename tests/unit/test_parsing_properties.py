@@ -132,9 +132,16 @@ ZIP_CONTENT = [b"application/epub+zip", b"<Types><Override ContentType='applicat
 
 
 @settings(max_examples=SLOW_EXAMPLES)
-@given(st.lists(st.tuples(st.sampled_from(ZIP_NAMES) | st.text(min_size=1, max_size=20).map(lambda n: n.replace("\x00", "_")),
-                          st.sampled_from(ZIP_CONTENT) | st.binary(max_size=200)),
-                max_size=8, unique_by=lambda e: e[0]))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(ZIP_NAMES) | st.text(min_size=1, max_size=20).map(lambda n: n.replace("\x00", "_")),
+            st.sampled_from(ZIP_CONTENT) | st.binary(max_size=200),
+        ),
+        max_size=8,
+        unique_by=lambda e: e[0],
+    )
+)
 def test_arbitrary_zip_archives_fail_only_with_a_parse_error(entries):
     """ZIPs with DOCX/EPUB-looking manifests and junk parts reach the real parsers."""
     buf = io.BytesIO()

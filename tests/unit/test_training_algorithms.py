@@ -22,7 +22,9 @@ def test_doctests(module: str) -> None:
 
 def test_advantage_is_reward_minus_group_mean() -> None:
     rewards = torch.tensor([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
-    assert torch.allclose(group_advantages(rewards), torch.tensor([[0.75, -0.25, -0.25, -0.25], [0.5, 0.5, -0.5, -0.5]]))
+    assert torch.allclose(
+        group_advantages(rewards), torch.tensor([[0.75, -0.25, -0.25, -0.25], [0.5, 0.5, -0.5, -0.5]])
+    )
 
 
 def test_advantage_divided_by_group_std() -> None:

@@ -33,16 +33,22 @@ def test_every_bad_field_is_named(tmp_path: Path) -> None:
         assert field in message
 
 
-@pytest.mark.parametrize("raw, says", [
-    ({"sft_steps": 0, "rl_steps": 0}, "set one of them above 0"),
-    ({"eps_low": 0.3, "eps_high": 0.2}, "eps_high >= eps_low"),
-    ({"template_set": "nope"}, "choose one of"),
-    ({"data": {"synthetic_kinds": [], "contracts": False}}, "data selects nothing"),
-    ({"data": {"mix_contracts": 0.6, "mix_feedback": 0.5, "feedback": ["f.jsonl"]}}, "mix_contracts \\+ mix_feedback is 1.1"),
-    ({"rollout_engine": "vllm", "lora_r": 0}, "set lora_r above 0 or use rollout_engine policy"),
-    ({"device": "gpu"}, "not one of auto, cpu, cuda, cuda:N"),
-    ({"precision": "float16"}, "precision"),
-])
+@pytest.mark.parametrize(
+    "raw, says",
+    [
+        ({"sft_steps": 0, "rl_steps": 0}, "set one of them above 0"),
+        ({"eps_low": 0.3, "eps_high": 0.2}, "eps_high >= eps_low"),
+        ({"template_set": "nope"}, "choose one of"),
+        ({"data": {"synthetic_kinds": [], "contracts": False}}, "data selects nothing"),
+        (
+            {"data": {"mix_contracts": 0.6, "mix_feedback": 0.5, "feedback": ["f.jsonl"]}},
+            "mix_contracts \\+ mix_feedback is 1.1",
+        ),
+        ({"rollout_engine": "vllm", "lora_r": 0}, "set lora_r above 0 or use rollout_engine policy"),
+        ({"device": "gpu"}, "not one of auto, cpu, cuda, cuda:N"),
+        ({"precision": "float16"}, "precision"),
+    ],
+)
 def test_incoherent_configs_say_what_to_change(raw: dict, says: str) -> None:
     with pytest.raises(ConfigError, match=says):
         make_config(raw)

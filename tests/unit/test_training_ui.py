@@ -62,7 +62,10 @@ def test_the_evaluation_side_by_side_with_the_held_out_feedback() -> None:
                                         ["held-out feedback · this run", 0.75, "this run"]]  # fmt: skip
     nothing = eval_view(None)
     assert nothing[1]["visible"] is False
-    assert nothing[2].values.tolist() == [["–", 0.0, "baseline"], ["–", 0.0, "this run"]]  # both colours, from the start
+    assert nothing[2].values.tolist() == [
+        ["–", 0.0, "baseline"],
+        ["–", 0.0, "this run"],
+    ]  # both colours, from the start
     assert "Evaluate" in eval_view(None)[0] and eval_view(None, done=False)[0] == "A run is evaluated once it is done."
     failed = eval_view({"status": "failed", "error": f"`longread eval` stopped; its log:\nTraceback\nboom {IMG}"})
     assert _rendered(failed[0])[1].startswith(f"The evaluation failed: `longread eval` stopped; its log: … boom {IMG}")
@@ -90,7 +93,10 @@ def test_lineage_follows_runs_back_to_the_base() -> None:
     v1 = {"id": 1, "name": "run-1: first", "base_model": "smollm2", "adapter_path": "/a1"}
     v2 = {"id": 2, "name": "run-2: second", "base_model": "smollm2", "adapter_path": "/a2"}
     by_hand = {"id": 3, "name": "imported", "base_model": "smollm2", "adapter_path": "/a3"}
-    made_by = {1: _run(id=1, name="first", start_version="base"), 2: _run(id=2, name="second", start_version=v1["name"])}
+    made_by = {
+        1: _run(id=1, name="first", start_version="base"),
+        2: _run(id=2, name="second", start_version=v1["name"]),
+    }
     by_name = {v["name"]: v for v in (v1, v2, by_hand)}
     assert lineage(v2, made_by, by_name) == ["base", "run #1 first", "run-1: first", "run #2 second", "run-2: second"]
     assert lineage(by_hand, made_by, by_name) == ["smollm2", "imported"]

@@ -87,8 +87,10 @@ def governing_law_variant(host: Task, donor: Task, rng: random.Random) -> Task |
     >>> donor = Task("d", "Intro. The laws of the State of Ohio govern this Agreement. End.", "Which law?",
     ...              ("Ohio",), ("laws of the State of Ohio govern",), "contract:Governing Law")
     >>> v = governing_law_variant(host, donor, random.Random(1))
-    >>> v.answers, v.evidence, v.document
-    (('Florida',), ('The laws of the State of Florida govern this Agreement.',), 'Parties agree. The laws of the State of Florida govern this Agreement. Fees are due.')
+    >>> v.answers, v.evidence
+    (('Florida',), ('The laws of the State of Florida govern this Agreement.',))
+    >>> v.document
+    'Parties agree. The laws of the State of Florida govern this Agreement. Fees are due.'
     """
     answer = donor.answers[0]
     clause = next((e for e in donor.evidence if answer in e), None)

@@ -114,7 +114,8 @@ def corrections(oracle: Sequence[str], policy: Sequence[str], chunk_texts: Seque
     >>> echo = ["The code is.", "The code is.", "The code is."]
     >>> corrections(oracle, echo, chunks, 5), corrections(oracle, echo, chunks, 1)  # echo, then never captured
     ([0, 1], [1])
-    >>> corrections(oracle, [NO_EVIDENCE_MEMORY, "The code is 42.", "Cats nap."], chunks, 5, random.Random(0))  # dropped
+    >>> dropped = [NO_EVIDENCE_MEMORY, "The code is 42.", "Cats nap."]
+    >>> corrections(oracle, dropped, chunks, 5, random.Random(0))
     [2]
     >>> corrections(oracle, [NO_EVIDENCE_MEMORY, "Dogs bark.", "Dogs bark."], chunks, 5)  # chunk 3 cannot restore it
     [1]

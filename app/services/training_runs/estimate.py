@@ -40,7 +40,9 @@ def _units(config: TrainConfig, step: int) -> float:
 def _measured_speed(settings: Settings) -> dict[str, tuple[float, int]]:
     """Seconds per unit of each phase over this deployment's finished runs: {phase: (rate, runs)}."""
     with session_scope(settings.resolved_database_url) as s:
-        runs = s.execute(select(TrainingRun.config, TrainingRun.run_dir).where(TrainingRun.status == RunStatus.done)).all()
+        runs = s.execute(
+            select(TrainingRun.config, TrainingRun.run_dir).where(TrainingRun.status == RunStatus.done)
+        ).all()
     seconds: dict[str, float] = {}
     units: dict[str, float] = {}
     counted: dict[str, set[str]] = {}

@@ -101,7 +101,8 @@ def _insert_run(settings: Settings, actor: UserView, name: str, config: TrainCon
         with session_scope(settings.resolved_database_url) as s:
             run = TrainingRun(name=name, status=RunStatus.queued, config={}, selection=selection, run_dir="",
                               start_version_id=start_version_id, created_by_id=actor.id,
-                              total_steps=config.sft_steps + config.rl_steps, estimate_s=estimate_config(settings, config)[0],
+                              total_steps=config.sft_steps + config.rl_steps,
+                              estimate_s=estimate_config(settings, config)[0],
                               heartbeat_at=utcnow())  # fmt: skip
             s.add(run)
             s.flush()
@@ -126,7 +127,9 @@ def _views(s: Session, runs: list[TrainingRun]) -> list[RunView]:
     users = dict(s.execute(select(User.id, User.username).where(User.id.in_({r.created_by_id for r in runs}))).all())
     versions = dict(s.execute(select(ModelVersion.id, ModelVersion.name)
                               .where(ModelVersion.id.in_({r.start_version_id for r in runs}))).all())  # fmt: skip
-    queued = list(s.scalars(select(TrainingRun.id).where(TrainingRun.status == RunStatus.queued).order_by(TrainingRun.id)))
+    queued = list(
+        s.scalars(select(TrainingRun.id).where(TrainingRun.status == RunStatus.queued).order_by(TrainingRun.id))
+    )
     views = []
     for r in runs:
         run_dir = Path(r.run_dir)
@@ -135,7 +138,8 @@ def _views(s: Session, runs: list[TrainingRun]) -> list[RunView]:
             rows = read_jsonl(run_dir / "metrics.jsonl")
             eta = rows[-1].get("eta_s") if rows else None
         views.append(RunView(
-            id=r.id, name=r.name, status=r.status.value, created_by=users.get(r.created_by_id), created_at=_utc(r.created_at),
+            id=r.id, name=r.name, status=r.status.value, created_by=users.get(r.created_by_id),
+            created_at=_utc(r.created_at),
             started_at=_utc(r.started_at), finished_at=_utc(r.finished_at), step=r.step, total_steps=r.total_steps,
             eta_s=eta, queue_position=queued.index(r.id) + 1 if r.id in queued else None, attempts=r.attempts,
             error=r.error, start_version=versions.get(r.start_version_id, "base"), version_id=r.version_id,
