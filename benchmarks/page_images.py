@@ -1,7 +1,7 @@
 """How long a PDF page takes to become the PNG that the provenance view shows
 (GET /api/documents/{id}/pages/{n}.png renders it once, then serves the cached file).
 
-    nice -n 10 .venv/bin/python -m benchmarks.page_images /work/shared/data/contracts/pdf/cuad-026.pdf --pages 20
+    nice -n 10 .venv/bin/python -m benchmarks.page_images ../shared/data/contracts/pdf/cuad-026.pdf --pages 20
 
 Prints ms per page for PDFium's render plus PNG encoding in this process, and for what the route does
 on a first request: the same in a fresh, limited child process (app.documents.pages.render_untrusted).

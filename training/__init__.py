@@ -1,4 +1,5 @@
-"""RL training of the memory agent (multi-conversation GRPO/DAPO, see ../shared/DESIGN.md).
+"""Training the memory agent: an SFT warm start on oracle memories, then multi-conversation GRPO/DAPO on
+tasks with gold answers (synthetic facts, contracts, users' feedback), and the held-out evaluation.
 
-Arrives with the training issue; it will import only `inference`.
+Imports only `inference` (tests/unit/test_layers.py checks it).
 """

@@ -1,5 +1,6 @@
-"""Imports point one way (docs/DESIGN): the UI never imports the API, the API's schemas are pure data,
-and the services import neither entry point."""
+"""Imports point one way: `inference` imports nothing of ours, `training` only `inference`, and `app` neither
+`benchmarks` nor `worker` (nor the tests); inside `app`, the UI never imports the API, the API's schemas are
+pure data, and the services import neither entry point."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-APP = Path(__file__).resolve().parents[2] / "app"
+REPO = Path(__file__).resolve().parents[2]
+APP = REPO / "app"
+OURS = ("app", "benchmarks", "inference", "migrations", "tests", "training", "worker")
 
 
 def _imports(path: Path) -> set[str]:
@@ -17,9 +20,25 @@ def _imports(path: Path) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
     return names
+
+
+def _modules(folder: Path) -> list[Path]:
+    """The package's modules; training/results/ holds past runs' scripts, kept as they ran, not the package."""
+    return [p for p in folder.rglob("*.py") if "results" not in p.relative_to(REPO).parts]
+
+
+@pytest.mark.parametrize(("package", "forbidden"), [
+    ("inference", set(OURS) - {"inference"}),
+    ("training", set(OURS) - {"training", "inference"}),
+    ("app", {"benchmarks", "worker", "tests"}),
+])
+def test_top_level_packages_import_one_way(package, forbidden):
+    for path in _modules(REPO / package):
+        bad = {m for m in _imports(path) if m.split(".")[0] in forbidden}
+        assert not bad, f"{path.relative_to(REPO)} imports {bad}"
 
 
 @pytest.mark.parametrize(("folder", "forbidden"), [("ui", "app.api"), ("services", "app.api"), ("services", "app.ui")])
