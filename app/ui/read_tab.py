@@ -4,7 +4,6 @@ feedback."""
 
 from __future__ import annotations
 
-import bisect
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +12,7 @@ import gradio as gr
 from gradio.context import LocalContext
 
 from app.db import session_scope
-from app.services import documents, feedback, health, provenance, readings
+from app.services import documents, health, readings
 from app.services.documents import UploadError
 from app.services.errors import NotFound
 from app.services.readings import MAX_CHUNK_TOKENS, MAX_MEMORY_TOKENS, MIN_CHUNK_TOKENS, MIN_MEMORY_TOKENS
@@ -26,18 +25,13 @@ from app.ui.read_views import (
     READING_COLUMNS,
     SOURCE_COLUMNS,
     UPLOAD_TYPES,
-    branch_tree,
-    compare_text,
     describe_document,
-    describe_feedback,
     describe_progress,
-    describe_step,
-    diff_spans,
-    page_image_html,
     pages_label,
     progress_bar,
     reading_row,
 )
+from app.ui.reading_details import build_reading_details
 from app.ui.text import text_md
 
 ACTIVE = {"queued", "running"}
@@ -56,6 +50,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
     """The tab's components, in the current layout context. Returns `connect(ui, saved, timer, list_timer)`,
     which wires their events once the page-wide state and timers exist (they live outside the tabs, so
     they keep running whichever tab is open)."""
+    details = build_reading_details(settings, me)
     url = settings.resolved_database_url
 
     def doc_choices() -> list[tuple[str, int]]:
@@ -214,51 +209,6 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
             gr.Timer(active=status in ACTIVE),
         )
 
-    def show_feedback(reading_id: int | None, note: str = ""):
-        if reading_id is None:
-            return ""
-        try:
-            return describe_feedback(feedback.reading_feedback(settings, reading_id, user=me()), note)
-        except NotFound:
-            return ""
-
-    def on_feedback(reading_id: int | None, verdict: str | None, corrected: str, comment: str):
-        """Save the verdict on the open reading's answer; the form is emptied once it is saved."""
-        keep = (gr.update(),) * 3
-        if reading_id is None:
-            return "**Cannot save feedback:** open a reading first.", *keep
-        if not verdict:
-            return show_feedback(reading_id, "**Cannot save feedback:** choose correct or incorrect.  \n"), *keep
-        try:
-            saved = feedback.add_feedback(settings, reading_id, verdict, corrected, comment, user=me())
-        except (NotFound, ValueError) as exc:  # FeedbackError is a ValueError
-            return show_feedback(reading_id, f"**Cannot save feedback:** {text_md(exc)}  \n"), *keep
-        return show_feedback(reading_id, f"Saved: {text_md(saved.verdict)}.  \n"), None, "", ""
-
-    NO_STEP = ("No checkpoint yet: the timeline fills as the agent reads.", "", "", [], gr.update(interactive=False))
-
-    def show_step(reading_id: int | None, k: float | None):
-        """Step k of the open reading: where it read, the chunk's text (loaded now, one step at a time),
-        the memory it wrote (editable) and the change from step k-1, word by word."""
-        if reading_id is None or k is None:
-            return NO_STEP
-        try:
-            v = readings.step(settings, reading_id, int(k), user=me())
-        except (NotFound, ValueError):
-            return NO_STEP
-        return (describe_step(v), v.checkpoint.chunk or "", v.checkpoint.memory,
-                diff_spans(v.previous_memory, v.checkpoint.memory), gr.update(interactive=True))
-
-    def load_timeline(reading_id: int | None):
-        """The open reading's timeline, at its last step; the slider spans every step."""
-        try:
-            n = len(readings.show(settings, reading_id, user=me()).checkpoints) if reading_id is not None else 0
-        except NotFound:
-            n = 0
-        if n == 0:
-            return gr.update(minimum=0, maximum=1, value=0, interactive=False), *NO_STEP
-        return gr.update(minimum=1, maximum=max(n, 2), value=n, interactive=n > 1), *show_step(reading_id, n)
-
     def on_resume(reading_id: int | None, k: float | None, memory_text: str, document_id: int | None,
                   saved: dict | None):
         """Make a branch from the edited memory at step k and open it: it reads on from chunk k+1."""
@@ -276,96 +226,6 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
                    f"it reads on from chunk {int(k) + 1}."))  # fmt: skip
         return (note, *open_reading(branch.id), {**(saved or {}), "reading": branch.id},
                 reading_rows(document_id))
-
-    def compare_choices(reading_id: int | None):
-        """The other readings of the open reading's document, to compare answers with; this one on the left."""
-        try:
-            r = readings.show(settings, reading_id, user=me()) if reading_id is not None else None
-        except NotFound:
-            r = None
-        if r is None:
-            return gr.update(choices=[], value=None), gr.update(value="", label="This reading"), ""
-        others = [(f"#{o.id} " + (f"(branch of #{o.parent_reading_id} at step {o.branched_at_step}) " if
-                                  o.parent_reading_id else "")
-                   + f"{' '.join(o.question.split())[:80]} · {o.status}", o.id)
-                  for o in readings.document_readings(settings, r.document_id, user=me()) if o.id != r.id]  # fmt: skip
-        return (gr.update(choices=others, value=None),
-                gr.update(value=compare_text(r), label=f"This reading (#{r.id})"),
-                gr.update(value="", label="The other reading"))  # fmt: skip
-
-    def on_compare(reading_id: int | None, other_id: int | None):
-        if reading_id is None or other_id is None:
-            return gr.update(), gr.update(value="", label="The other reading")
-        try:
-            this, other = (
-                readings.show(settings, reading_id, user=me()),
-                readings.show(settings, int(other_id), user=me()),
-            )
-        except NotFound:
-            return gr.update(), gr.update(value="", label="The other reading")
-        return (gr.update(value=compare_text(this), label=f"This reading (#{this.id})"),
-                gr.update(value=compare_text(other), label=f"The other reading (#{other.id})"))  # fmt: skip
-
-    def load_provenance(reading_id: int | None):
-        """Each sentence of the final memory and the answer, with the step it entered the memory at."""
-        empty = [], [], [], "Open a reading: where each sentence of its memory and answer came from shows here."
-        if reading_id is None:
-            return *empty, gr.update(value="", visible=False)
-        try:
-            who = me()
-            sources = provenance.provenance(settings, reading_id, user=who)
-            doc = documents.show_document(settings, readings.show(settings, reading_id, user=who).document_id, user=who)
-        except NotFound:
-            return *empty, gr.update(value="", visible=False)
-        labels = [p.label for p in doc.page_map or []]
-        rows = [[x.part, " ".join(x.sentence.split()), x.step if x.step else "–",
-                 (pages_label(x.first_page, x.last_page, doc.page_unit, labels)
-                  + (" (memory edited there)" if x.origin == "edited" else "")) if x.step else "not in the memory"]
-                for x in sources]  # fmt: skip
-        starts = [p.start for p in doc.page_map or []] if doc.format == "pdf" else []
-        keep = [[x.passage_start, x.passage_end, x.step, doc.id,
-                 bisect.bisect_right(starts, x.passage_start) if starts and x.passage_start is not None else None]
-                for x in sources]  # fmt: skip
-        note = "Choose a sentence to see the passage it came from." if rows else "No memory yet."
-        return rows, keep, [], note, gr.update(value="", visible=False)
-
-    def on_source(evt: gr.SelectData, reading_id: int | None, kept: list | None):
-        """The chosen sentence's passage, highlighted in its place in the document; for a PDF, beside it
-        the page it is printed on, as an image (GET /api/documents/{id}/pages/{n}.png)."""
-        row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
-        if reading_id is None or not kept or row >= len(kept) or kept[row][0] is None:
-            return ([], "That sentence is in no memory the agent wrote, so it has no passage.",
-                    gr.update(value="", visible=False))  # fmt: skip
-        start, end, k, document_id, page = (kept[row] + [None, None])[:5]
-        before, passage, after = provenance.passage_in_context(settings, reading_id, start, end, user=me())
-        note = f"The passage of step {k}'s chunk that matches it best (characters {start:,}–{end:,})"
-        image = gr.update(value="", visible=False)
-        if page:
-            note += f", printed on page {int(page)} of the PDF (beside it)"
-            image = gr.update(value=page_image_html(int(document_id), int(page)), visible=True)
-        return [(before, None), (passage, "source"), (after, None)], note + ".", image
-
-    def load_branches(reading_id: int | None):
-        """The open reading's family as a tree (the original, its branches, theirs): choose one to open it."""
-        if reading_id is None:
-            return [], ""
-        try:
-            who = me()
-            family = branch_tree(readings.document_readings(settings, readings.show(settings, reading_id,
-                                                                                    user=who).document_id, user=who),
-                                 reading_id)  # fmt: skip
-        except NotFound:
-            return [], ""
-        note = ("No branches yet: edit a memory in the timeline and resume from it to make one." if len(family) <= 1
-                else f"{len(family) - 1} branch{'es' if len(family) > 2 else ''}: choose one to open it.")
-        return family, note
-
-    def on_branches_refresh(reading_id: int | None, shown: list[list[object]] | None):
-        """Branches made elsewhere and their progress; no update when nothing changed (no flicker)."""
-        rows, note = load_branches(reading_id)
-        same = [[str(c) for c in row] for row in rows] == [[str(c) for c in row] for row in (shown or [])]
-        return (gr.update(), gr.update()) if same else (rows, note)
-
 
     reading_id = gr.State(None)
     notice = gr.State(None)  # why the last cancel/retry was refused: see _act
@@ -464,31 +324,31 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         list_timer.tick(on_refresh, [document, readings_table], readings_table, show_progress="hidden")
         timer.tick(on_tick, [reading_id, notice], [status, bar, memory, answer, timer], show_progress="hidden")
         cancel.click(on_cancel, reading_id, [status, bar, memory, answer, timer, notice], show_progress="hidden")
-        reading_id.change(show_feedback, reading_id, feedback_list, show_progress="hidden")
+        reading_id.change(details.show_feedback, reading_id, feedback_list, show_progress="hidden")
         step_view = [step_info, step_chunk, step_memory, step_diff, resume]
-        reading_id.change(load_timeline, reading_id, [step_slider, *step_view], show_progress="hidden")
-        timeline.expand(load_timeline, reading_id, [step_slider, *step_view], show_progress="hidden")
-        step_slider.change(show_step, [reading_id, step_slider], step_view, show_progress="hidden")
+        reading_id.change(details.load_timeline, reading_id, [step_slider, *step_view], show_progress="hidden")
+        timeline.expand(details.load_timeline, reading_id, [step_slider, *step_view], show_progress="hidden")
+        step_slider.change(details.show_step, [reading_id, step_slider], step_view, show_progress="hidden")
         provenance_view = [sources, source_spans, source_passage, source_note, source_page]
-        reading_id.change(load_provenance, reading_id, provenance_view, show_progress="hidden")
-        provenance_box.expand(load_provenance, reading_id, provenance_view, show_progress="hidden")
-        sources.select(on_source, [reading_id, source_spans], [source_passage, source_note, source_page],
+        reading_id.change(details.load_provenance, reading_id, provenance_view, show_progress="hidden")
+        provenance_box.expand(details.load_provenance, reading_id, provenance_view, show_progress="hidden")
+        sources.select(details.on_source, [reading_id, source_spans], [source_passage, source_note, source_page],
                        show_progress="hidden")
         branch_view = [branches_table, branches_note]
-        reading_id.change(load_branches, reading_id, branch_view, show_progress="hidden")
-        list_timer.tick(on_branches_refresh, [reading_id, branches_table], branch_view, show_progress="hidden")
+        reading_id.change(details.load_branches, reading_id, branch_view, show_progress="hidden")
+        list_timer.tick(details.on_branches_refresh, [reading_id, branches_table], branch_view, show_progress="hidden")
         # While a reading runs, its rows in both tables follow it every second, not every three.
-        timer.tick(on_branches_refresh, [reading_id, branches_table], branch_view, show_progress="hidden")
+        timer.tick(details.on_branches_refresh, [reading_id, branches_table], branch_view, show_progress="hidden")
         timer.tick(on_refresh, [document, readings_table], readings_table, show_progress="hidden")
         branches_table.select(on_open, saved, [reading_id, question, *view[1:], saved], show_progress="hidden")
         compare_view = [compare_with, compare_left, compare_right]
-        reading_id.change(compare_choices, reading_id, compare_view, show_progress="hidden")
-        compare_box.expand(compare_choices, reading_id, compare_view, show_progress="hidden")
-        compare_with.input(on_compare, [reading_id, compare_with], [compare_left, compare_right],
+        reading_id.change(details.compare_choices, reading_id, compare_view, show_progress="hidden")
+        compare_box.expand(details.compare_choices, reading_id, compare_view, show_progress="hidden")
+        compare_with.input(details.on_compare, [reading_id, compare_with], [compare_left, compare_right],
                            show_progress="hidden")
         resume.click(on_resume, [reading_id, step_slider, step_memory, document, saved],
                      [edit_msg, reading_id, question, *view[1:], saved, readings_table], show_progress="hidden")
-        save_feedback.click(on_feedback, [reading_id, verdict, corrected, comment],
+        save_feedback.click(details.on_feedback, [reading_id, verdict, corrected, comment],
                             [feedback_list, verdict, corrected, comment], show_progress="hidden")
         retry.click(on_retry, reading_id, [status, bar, memory, answer, timer, notice], show_progress="hidden")
         ui.load(on_restore, saved, [document, doc_info, readings_table, reading_id, question, *view[1:]],
