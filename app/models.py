@@ -196,7 +196,7 @@ class TrainingRun(Base):
     """A training run started by an admin (browser, API or `longread train --queue`) and executed by a
     training worker (Celery queue `training`). The run's folder holds what the trainer writes: the
     config, metrics.jsonl, samples.jsonl, train.log, its checkpoint and final adapter; the table holds
-    who, what, where it is and what came of it (app/services/training_runs.py)."""
+    who, what, where it is and what came of it (app/services/training_runs)."""
 
     __tablename__ = "training_run"
 

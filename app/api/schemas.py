@@ -194,7 +194,7 @@ class HealthOut(_Out):
 
 
 class SelectionIn(BaseModel):
-    """What a run trains on (app/services/training_runs.py DataSelection). A reader's feedback is used
+    """What a run trains on (app/services/training_runs DataSelection). A reader's feedback is used
     only when an admin includes it."""
 
     include_feedback: bool = False

@@ -1,5 +1,5 @@
 """Training runs and model versions, for admins: choose data, start, watch, cancel, resume, evaluate
-and promote runs (app/services/training_runs.py), list and activate model versions. Every route
+and promote runs (app/services/training_runs), list and activate model versions. Every route
 depends on an admin (a reader gets 403 before the body is looked at); the services check again.
 Their RunError answers 422 (app.web)."""
 

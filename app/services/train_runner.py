@@ -1,7 +1,7 @@
 """What a training worker does (worker/training_worker.py calls these by run id): claim a queued run,
 run `longread train` on its folder as a child process and watch it, evaluate a finished run beside the
 active model, and sweep up runs that no worker is on. What a run is (started, cancelled, resumed,
-promoted) is app/services/training_runs.py; this module only moves runs along.
+promoted) is app/services/training_runs; this module only moves runs along.
 
 The trainer is a child process, not a call: a run that crashes (out of memory, a bad file) fails with
 its log's last lines and the worker serves on. A worker that dies, however it dies, takes its trainer

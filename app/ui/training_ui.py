@@ -2,7 +2,7 @@
 run, watch it live (curves, sample rollouts, log), cancel, resume, evaluate and promote it; list the
 model versions with their lineage and switch the active one (back to the base included).
 
-Every action calls app/services/training_runs.py or app/services/models.py, passing the signed-in user
+Every action calls app/services/training_runs or app/services/models.py, passing the signed-in user
 (`me`), so a reader who reaches these handlers is refused by the services; the tabs are hidden for
 readers anyway (gradio_app.on_account). Values from users, documents and the model go into Markdown
 through `text_md`; tables and text boxes show them as text."""
