@@ -61,7 +61,8 @@ def _not_found(digest: str, roots: list[Path], index: Path) -> str:
             target, commit = f"runs/adapters/{p['name']}", p["commit"][:7]
             lines.append(f"  {p['name']}: {p['path']} at commit {commit}; restore it with")
             lines.append(f"    mkdir -p {target}")
-            lines += [f"    git show {commit}:{p['path']}/{f} > {target}/{f}" for f in (ADAPTER_WEIGHTS, "adapter_config.json")]
+            files = (ADAPTER_WEIGHTS, "adapter_config.json")
+            lines += [f"    git show {commit}:{p['path']}/{f} > {target}/{f}" for f in files]
         else:
             lines.append(f"  {p['name']}: {p['path']} (a local run, not in git: copy that folder under runs/)")
     return "\n".join(lines)

@@ -78,7 +78,7 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     categories = [c.strip() for c in args.categories.split(",") if c.strip()] if args.categories else None
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
     agent = MemoryAgent(engine_for(settings), config)
-    out_dir = Path(args.out or f"artifacts/eval/{time.strftime('%Y%m%d-%H%M%S')}")
+    out_dir = Path(args.out or f"runs/eval/{time.strftime('%Y%m%d-%H%M%S')}")
     out = ev.run(agent, out_dir, ev.parse_lengths(args.lengths), args.n, kinds, categories, suites, args.seed, batch,
                  label)  # fmt: skip
     if args.json:
@@ -102,7 +102,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--cases", metavar="FILE.jsonl", help="a user's set instead of the held-out suites")
     ev.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     ev.add_argument("--out", metavar="DIR", help="where results.json, table.md and plot.png go "
-                    "(default artifacts/eval/TIMESTAMP; with --cases only when given)")
+                    "(default runs/eval/TIMESTAMP; with --cases only when given)")
     ev.add_argument("--lengths", default="2048,8192,32768,131072,book",
                     help="document lengths in tokens (8K style allowed), 'book' for the whole held-out novel")
     ev.add_argument("--n", type=int, default=16, help="synthetic questions per length")

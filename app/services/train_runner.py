@@ -46,18 +46,20 @@ class EvaluationFailed(RuntimeError):
     """`longread eval` did not finish; the message ends with its log's last lines."""
 
 
-def _child_env() -> dict[str, str]:
+def _child_env(settings: Settings) -> dict[str, str]:
     # The child calls die_with_supervisor(): it dies with this worker, even when the worker is SIGKILLed.
-    return {**os.environ, SUPERVISOR_PID: str(os.getpid()), "PYTHONUNBUFFERED": "1"}
+    # Its tracker records stay with the app's training data, not in whatever folder the worker started in.
+    tracking = os.environ.get("LONGREAD_TRACKING_DIR") or str(settings.training_dir / "tracking")
+    return {**os.environ, SUPERVISOR_PID: str(os.getpid()), "PYTHONUNBUFFERED": "1", "LONGREAD_TRACKING_DIR": tracking}
 
 
-def _trainer_env() -> dict[str, str]:
+def _trainer_env(settings: Settings) -> dict[str, str]:
     """The trainer's environment: torch computes on all cores but one (unless OMP_NUM_THREADS says
     otherwise), which stay for the web app and the reading worker on the same machine. Spinning
     OpenMP threads on a core that something else holds stall each other: in the browser test on a
     2-core machine, beside Chromium redrawing the run's page and a vLLM server, a tiny run's SFT steps
     went at 12-13 tokens/s on torch's 2 threads, against 120-150 for a run alone."""
-    return {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) - 1)), **_child_env()}
+    return {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) - 1)), **_child_env(settings)}
 
 
 def _watch(proc: subprocess.Popen, tick: Callable[[], bool], stopping: threading.Event) -> int | None:
@@ -154,7 +156,7 @@ def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Ev
             out.write(f"--- {utcnow():%Y-%m-%d %H:%M:%S} UTC, {worker}: {' '.join(cmd)}\n".encode())
             out.flush()
             proc = subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, env=_trainer_env(), start_new_session=True
+                cmd, stdout=out, stderr=subprocess.STDOUT, env=_trainer_env(settings), start_new_session=True
             )
         code = _watch(proc, tick, stopping)
     except Exception as exc:  # the trainer could not be started: the run fails, the worker serves on
@@ -290,7 +292,7 @@ def _evaluate_side(settings: Settings, commands: list[list[str]], run_dir: Path,
         with stdout.open("wb") as f, log_path.open("ab") as err:
             err.write(f"--- {utcnow():%Y-%m-%d %H:%M:%S} UTC, {side}: {' '.join(cmd)}\n".encode())
             err.flush()
-            proc = subprocess.Popen(cmd, stdout=f, stderr=err, env=_child_env(), start_new_session=True)
+            proc = subprocess.Popen(cmd, stdout=f, stderr=err, env=_child_env(settings), start_new_session=True)
         code = _watch(proc, tick, stopping)
         if code is None:
             return None

@@ -79,7 +79,7 @@ def queue_config(settings: Settings, config: TrainConfig, *, name: str, user: Us
     with session_scope(settings.resolved_database_url) as s:
         actor = admin(s, settings, user)
     config = config.model_copy(deep=True)
-    if config.init_adapter is not None:
+    if isinstance(config.init_adapter, Path):  # a sha256:<hex> reference is already location-free
         config.init_adapter = config.init_adapter.resolve()
     config.data.qa_files = [p.resolve() for p in config.data.qa_files]
     config.data.feedback = [p.resolve() for p in config.data.feedback]
