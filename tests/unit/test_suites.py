@@ -1,0 +1,83 @@
+"""The dev / held-out split of every evaluation suite (training/suites.py), on the shared data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from training import suites as s
+from training.tasks import DATA_DIR, HELD_OUT_CONTRACTS, contract_ids
+
+
+def test_contract_split_sizes_disjoint_and_holds_out_every_untrained_contract():
+    dev, held = set(s.CONTRACTS_DEV), set(s.CONTRACTS_HELD_OUT)
+    assert len(dev) == len(s.CONTRACTS_DEV) == 30 and len(held) == len(s.CONTRACTS_HELD_OUT) == 30
+    assert not dev & held
+    assert dev | held == set(contract_ids("all"))  # all 60 contracts with PDFs, each on one side
+    assert set(HELD_OUT_CONTRACTS) <= held and len(held - set(HELD_OUT_CONTRACTS)) == 10
+
+
+def test_clause_split_sizes_disjoint_and_in_contracts_train():
+    dev, held = set(s.CLAUSES_DEV), set(s.CLAUSES_HELD_OUT)
+    assert len(dev) == 30 and len(held) == 30 and not dev & held
+    assert dev | held <= set(s.clause_rows())
+
+
+def test_training_never_draws_a_clause_suite_contract():
+    rows = s.clause_rows()
+    trainable = [cid for cid in rows if s.trainable_contract(cid)]
+    assert len(trainable) == len(rows) - 60
+    assert not set(trainable) & (set(s.CLAUSES_DEV) | set(s.CLAUSES_HELD_OUT))
+
+
+def test_books_and_synthetic_hold_out_little_women_only():
+    for suite in ("books", "synthetic"):
+        assert s.split_ids(suite, "held-out") == ("pg37106",)
+        assert set(s.split_ids(suite, "dev")) == {"pg2641", "pg64317", "pg84"}
+
+
+@pytest.mark.parametrize("suite", ["contracts", "clauses"])
+def test_suite_documents_follow_the_split(suite):
+    for split in s.SPLITS:
+        docs = s.suite_documents(suite, split)
+        assert [d.id for d in docs] == list(s.split_ids(suite, split))
+        assert all(d.tasks and d.source is not None and d.source.is_file() for d in docs)
+        assert all(t.document is d.text and t.id.startswith(d.id + ":") for d in docs for t in d.tasks)
+
+
+def test_contracts_suite_uploads_the_pdf_and_asks_the_eight_categories():
+    doc = s.suite_documents("contracts", "held-out", limit=1)[0]
+    assert doc.id == "cuad-000" and doc.data().startswith(b"%PDF")
+    assert {t.kind for t in doc.tasks} <= {f"contract:{c}" for c in (
+        "Document Name", "Parties", "Agreement Date", "Effective Date", "Expiration Date", "Renewal Term",
+        "Notice Period To Terminate Renewal", "Governing Law")}  # fmt: skip
+
+
+def test_clauses_suite_asks_the_33_yes_no_categories_with_their_descriptions():
+    docs = s.suite_documents("clauses", "dev", limit=2)
+    for d in docs:
+        assert len(d.tasks) == 33 and {t.answers for t in d.tasks} <= {("Yes",), ("No",)}
+        assert all(t.question.startswith("Does this agreement contain a clause on") for t in d.tasks)
+    assert any(t.evidence for d in docs for t in d.tasks if t.answers == ("Yes",))
+
+
+def test_book_questions_are_read_from_their_file(tmp_path):
+    row = {"id": "pg84-q1", "book": "pg84", "question": "Who made the creature?", "answers": ["Victor"],
+           "evidence": "my dear Victor", "kind": "character"}
+    (tmp_path / "pg84.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    docs = s._books(["pg84", "pg2641"], questions_dir=tmp_path)  # no questions on pg2641: no document
+    assert [d.id for d in docs] == ["pg84"]
+    (t,) = docs[0].tasks
+    assert (t.id, t.answers, t.kind) == ("pg84-q1", ("Victor",), "book:character")
+    assert t.evidence == ("my dear Victor",) and t.document is docs[0].text
+    assert docs[0].source == DATA_DIR / "books" / "pg84.txt"
+
+
+def test_synthetic_dev_reads_training_novels_at_a_seed_training_never_draws(tokenizer):
+    dev = s.suite_documents("synthetic", "dev", tokenizer, limit=1, lengths=(2048,), n=2)
+    held = s.suite_documents("synthetic", "held-out", tokenizer, limit=1, lengths=(2048,), n=2)
+    assert s.DEV_SEED < 0  # training draws seeds from [0, 2**31)
+    assert len(dev) == len(held) == 1 and dev[0].source is None and dev[0].data() == dev[0].text.encode()
+    assert "-train-" in dev[0].id and "-held-out-" in held[0].id
+    assert {t.kind for t in dev[0].tasks} == {"synthetic:2K"}

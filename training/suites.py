@@ -1,0 +1,222 @@
+"""The evaluation suites and their dev / held-out split, fixed by document id.
+
+Dev sets choose between readers; held-out sets are reported once per shipped reader (DESIGN.md). Every
+split is by document, written out here rather than computed, so that a change to a data file cannot move a
+document across it, and `tests/unit/test_suites.py` pins it.
+
+- `contracts`: the 60 CUAD contracts with PDFs (`contracts/`), their 8 extraction categories. Held out: the
+  20 of `HELD_OUT_CONTRACTS` that no reader was trained on, and 10 more (every sixth id from cuad-001);
+  dev the other 30. The upload is the PDF.
+- `clauses`: the 33 yes/no clause categories of `contracts-train/cases.jsonl` (each question carries CUAD's
+  description of its category), on 30 dev and 30 held-out contracts of that set (a seeded sample of 60,
+  alternately dev and held-out). Training must never draw them: `NOT_FOR_TRAINING`, `trainable_contract`.
+- `books`: real questions on the four novels (`training/questions/<stem>.jsonl`), Little Women held out.
+- `synthetic`: planted facts (`training.tasks.synthetic_tasks`): held out in Little Women; dev in the
+  training novels at `DEV_SEED`, a seed training never uses (it draws seeds from [0, 2**31)).
+
+A suite is a list of `EvalDocument`s: what a person would upload (`data()`: the file's bytes, or the
+built text as a .txt file) and the questions asked of it, as `Task`s on the text training reads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+from training.tasks import (
+    BOOKS_DIR, DATA_DIR, HELD_OUT_BOOKS, TRAIN_BOOKS, Task, contract_tasks, load_book, synthetic_tasks,
+)  # fmt: skip
+
+EvalSplit = Literal["dev", "held-out"]
+SPLITS: tuple[EvalSplit, ...] = ("dev", "held-out")
+SUITES: tuple[str, ...] = ("contracts", "clauses", "books", "synthetic")
+
+CONTRACTS_TRAIN_DIR = DATA_DIR / "contracts-train"
+QUESTIONS_DIR = Path(__file__).resolve().parent / "questions"
+
+#: contracts/: held out, the 20 of HELD_OUT_CONTRACTS (every third id) and every sixth from cuad-001
+CONTRACTS_HELD_OUT: tuple[str, ...] = (
+    "cuad-000", "cuad-001", "cuad-003", "cuad-006", "cuad-007", "cuad-009", "cuad-012", "cuad-013", "cuad-015",
+    "cuad-018", "cuad-019", "cuad-021", "cuad-024", "cuad-025", "cuad-027", "cuad-030", "cuad-031", "cuad-033",
+    "cuad-036", "cuad-037", "cuad-039", "cuad-042", "cuad-043", "cuad-045", "cuad-048", "cuad-049", "cuad-051",
+    "cuad-054", "cuad-055", "cuad-057",
+)  # fmt: skip
+CONTRACTS_DEV: tuple[str, ...] = (
+    "cuad-002", "cuad-004", "cuad-005", "cuad-008", "cuad-010", "cuad-011", "cuad-014", "cuad-016", "cuad-017",
+    "cuad-020", "cuad-022", "cuad-023", "cuad-026", "cuad-028", "cuad-029", "cuad-032", "cuad-034", "cuad-035",
+    "cuad-038", "cuad-040", "cuad-041", "cuad-044", "cuad-046", "cuad-047", "cuad-050", "cuad-052", "cuad-053",
+    "cuad-056", "cuad-058", "cuad-059",
+)  # fmt: skip
+
+#: contracts-train/: sorted(random.Random(38).sample(all 379 ids, 60)), alternately dev and held out
+CLAUSES_DEV: tuple[str, ...] = tuple(f"cuad-train-{i:03d}" for i in (
+    6, 23, 44, 53, 61, 73, 88, 115, 129, 148, 158, 169, 183, 192, 202, 215, 220, 233, 238, 244, 259, 271, 299,
+    312, 315, 327, 341, 352, 364, 371,
+))  # fmt: skip
+CLAUSES_HELD_OUT: tuple[str, ...] = tuple(f"cuad-train-{i:03d}" for i in (
+    13, 34, 45, 59, 66, 75, 94, 127, 137, 151, 168, 177, 188, 195, 206, 216, 224, 235, 243, 251, 270, 275, 303,
+    314, 319, 328, 347, 358, 370, 373,
+))  # fmt: skip
+#: contracts-train/ ids that training must never read: the clauses suite's
+NOT_FOR_TRAINING: frozenset[str] = frozenset(CLAUSES_DEV + CLAUSES_HELD_OUT)
+
+BOOKS_HELD_OUT: tuple[str, ...] = HELD_OUT_BOOKS  # Little Women
+BOOKS_DEV: tuple[str, ...] = TRAIN_BOOKS
+
+#: the synthetic dev seed: training draws its seeds from [0, 2**31) and its configs name small positive ones
+DEV_SEED = -38
+#: planted-fact lengths (None: the whole book); the dev novels are shorter than Little Women, so no 128K
+SYNTHETIC_LENGTHS: dict[EvalSplit, tuple[int | None, ...]] = {
+    "held-out": (2048, 8192, 32768, 131072, None), "dev": (2048, 8192, 32768, None),
+}
+
+
+def trainable_contract(contract_id: str) -> bool:
+    """Whether training may read this contracts-train contract (the clauses suite's may not).
+
+    >>> trainable_contract("cuad-train-001"), trainable_contract("cuad-train-013")
+    (True, False)
+    """
+    return contract_id not in NOT_FOR_TRAINING
+
+
+def split_ids(suite: str, split: EvalSplit) -> tuple[str, ...]:
+    """The documents of a suite's split: contract ids, or book stems for books and synthetic."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose {' or '.join(SPLITS)}")
+    held = split == "held-out"
+    table = {"contracts": (CONTRACTS_DEV, CONTRACTS_HELD_OUT), "clauses": (CLAUSES_DEV, CLAUSES_HELD_OUT),
+             "books": (BOOKS_DEV, BOOKS_HELD_OUT), "synthetic": (BOOKS_DEV, BOOKS_HELD_OUT)}  # fmt: skip
+    if suite not in table:
+        raise ValueError(f"unknown suite {suite!r}; choose from {', '.join(SUITES)}")
+    return table[suite][held]
+
+
+@dataclass(frozen=True)
+class EvalDocument:
+    """One document as a person would upload it, and the questions asked of it together."""
+
+    id: str
+    suite: str
+    #: the upload's file name (a label: the bytes decide the format, as for any upload)
+    filename: str
+    #: the file uploaded; None: `text` is uploaded as a UTF-8 text file (built documents)
+    source: Path | None
+    #: the text training code reads (the tasks' `document`)
+    text: str
+    tasks: tuple[Task, ...]
+
+    def data(self) -> bytes:
+        return self.source.read_bytes() if self.source is not None else self.text.encode("utf-8")
+
+
+def suite_documents(suite: str, split: EvalSplit, tokenizer: Any = None, limit: int | None = None,
+                    lengths: Sequence[int | None] | None = None, n: int = 16) -> list[EvalDocument]:
+    """A suite's documents of one split, in a fixed order, the first `limit` of them when given. Synthetic
+    needs the serving tokenizer (documents are token-exact) and makes `n` questions at each of `lengths`
+    (default `SYNTHETIC_LENGTHS[split]`), `limit` documents at each."""
+    ids = split_ids(suite, split)
+    if suite == "contracts":
+        docs = _contracts(ids)
+    elif suite == "clauses":
+        docs = _clauses(ids)
+    elif suite == "books":
+        docs = _books(ids)
+    else:
+        if tokenizer is None:
+            raise ValueError("the synthetic suite needs the serving model's tokenizer")
+        return _synthetic(split, tokenizer, lengths or SYNTHETIC_LENGTHS[split], n, limit)
+    return docs[:limit] if limit is not None else docs
+
+
+def _contracts(ids: Sequence[str], contracts_dir: Path | None = None) -> list[EvalDocument]:
+    contracts_dir = Path(contracts_dir or DATA_DIR / "contracts")
+    cases = {c["id"]: c for c in json.loads((contracts_dir / "cases.json").read_text(encoding="utf-8"))}
+    tasks = contract_tasks("all", contracts_dir=contracts_dir, ids=ids)
+    docs = []
+    for cid in ids:
+        mine = tuple(t for t in tasks if t.id.split(":")[0] == cid)
+        pdf = contracts_dir / cases[cid]["pdf"]
+        docs.append(EvalDocument(cid, "contracts", pdf.name, pdf, mine[0].document, mine))
+    return docs
+
+
+def clause_rows(contracts_dir: Path | None = None) -> dict[str, dict]:
+    """contracts-train/cases.jsonl by contract id."""
+    path = Path(contracts_dir or CONTRACTS_TRAIN_DIR) / "cases.jsonl"
+    return {r["id"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if r}
+
+
+def _clauses(ids: Sequence[str], contracts_dir: Path | None = None) -> list[EvalDocument]:
+    contracts_dir = Path(contracts_dir or CONTRACTS_TRAIN_DIR)
+    rows = clause_rows(contracts_dir)
+    docs = []
+    for cid in ids:
+        path = contracts_dir / rows[cid]["txt"]
+        text = path.read_text(encoding="utf-8")
+        tasks = tuple(
+            Task(f"{cid}:{_slug(qa['category'])}", text, qa["question"], (qa["answer"],),
+                 tuple(e for e in qa["evidence"] if e and e in text), f"clause:{qa['category']}")
+            for qa in rows[cid]["qa"] if qa["kind"] == "yes-no"
+        )  # fmt: skip
+        docs.append(EvalDocument(cid, "clauses", path.name, path, text, tasks))
+    return docs
+
+
+def book_questions(stem: str, questions_dir: Path | None = None) -> list[dict]:
+    """The real questions on one novel: {"id", "book", "question", "answers", "evidence", "kind"} a line;
+    none when its file is not written yet."""
+    path = Path(questions_dir or QUESTIONS_DIR) / f"{stem}.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _books(stems: Sequence[str], books_dir: Path = BOOKS_DIR, questions_dir: Path | None = None) -> list[EvalDocument]:
+    docs = []
+    for stem in stems:
+        rows = book_questions(stem, questions_dir)
+        if not rows:
+            continue
+        path = Path(books_dir) / f"{stem}.txt"
+        text = load_book(path)
+        tasks = tuple(
+            Task(str(q["id"]), text, q["question"], tuple(q["answers"]),
+                 tuple(e for e in _as_list(q.get("evidence")) if e and e in text), f"book:{q.get('kind', '')}")
+            for q in rows
+        )  # fmt: skip
+        docs.append(EvalDocument(stem, "books", path.name, path, text, tasks))
+    return docs
+
+
+def _synthetic(split: EvalSplit, tokenizer: Any, lengths: Sequence[int | None], n: int,
+               limit: int | None) -> list[EvalDocument]:
+    """Held out: `synthetic_tasks` of Little Women at seed 0 (the suite `longread eval` always read);
+    dev: of the training novels at DEV_SEED. One single-needle question per 4K tokens of a document."""
+    from training.evaluate import facts_per_doc, length_label
+
+    book_split, seed = ("held-out", 0) if split == "held-out" else ("train", DEV_SEED)
+    docs: list[EvalDocument] = []
+    for doc_tokens in lengths:
+        tasks = synthetic_tasks(tokenizer, book_split, doc_tokens, n, seed=seed, kinds=("single-needle",),
+                                facts_per_doc=facts_per_doc(doc_tokens, n))  # fmt: skip
+        by_doc: dict[int, list[Task]] = {}
+        for t in tasks:
+            by_doc.setdefault(id(t.document), []).append(t)
+        for group in list(by_doc.values())[:limit]:
+            doc_id = group[0].id.rsplit("-q", 1)[0]
+            label = length_label(doc_tokens)
+            docs.append(EvalDocument(doc_id, "synthetic", f"{doc_id}.txt", None, group[0].document,
+                                     tuple(replace(t, kind=f"synthetic:{label}") for t in group)))  # fmt: skip
+    return docs
+
+
+def _as_list(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value or ())
+
+
+def _slug(category: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", category.lower()).strip("-")
