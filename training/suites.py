@@ -22,13 +22,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from training.tasks import (
-    BOOKS_DIR, DATA_DIR, HELD_OUT_BOOKS, TRAIN_BOOKS, Task, contract_tasks, load_book, synthetic_tasks,
-)  # fmt: skip
+    BOOKS_DIR,
+    DATA_DIR,
+    HELD_OUT_BOOKS,
+    TRAIN_BOOKS,
+    Task,
+    contract_tasks,
+    load_book,
+    synthetic_tasks,
+)
 
 EvalSplit = Literal["dev", "held-out"]
 SPLITS: tuple[EvalSplit, ...] = ("dev", "held-out")
