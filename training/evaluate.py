@@ -15,6 +15,7 @@ documents of similar length so that no batch waits for one long document.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 import time
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from inference.agent import MemoryAgent
+from training import misses
 from training.tasks import Task, contract_tasks, synthetic_tasks
 from training.tracking import Tracker, tracking_root
 from training.verifier import answer_kind, exact_match, party_recall, sub_em
@@ -45,11 +47,23 @@ class CaseResult:
     final_memory: str
     chunks: int
     party_recall: float | None = None  # a Parties question: the fraction of its parties the answer names
+    evidence: tuple[str, ...] = ()
+    memories: tuple[str, ...] = ()  # after each chunk, in order (the reading's checkpoints)
+    where: str = ""  # where a miss happened (training/misses.py)
 
 
 def parties_named(answer: str, golds: Sequence[str]) -> float | None:
     """`party_recall` against the best gold when a gold lists a contract's parties, else None."""
     return max((party_recall(answer, g) for g in golds if answer_kind(g) == "parties"), default=None)
+
+
+def case_result(task: Task, suite: str, group: str, answer: str, memories: Sequence[str]) -> CaseResult:
+    """A read task scored, with where its miss happened."""
+    correct = sub_em(answer, task.answers)
+    return CaseResult(task.id, suite, group, task.kind, task.doc_tokens, task.question, task.answers, answer,
+                      correct, exact_match(answer, task.answers), memories[-1] if memories else "", len(memories),
+                      parties_named(answer, task.answers), task.evidence, tuple(memories),
+                      misses.where(memories, task.answers, task.evidence, correct))  # fmt: skip
 
 
 def length_label(doc_tokens: int | None) -> str:
@@ -108,13 +122,7 @@ def evaluate(
     for batch in batches(tasks, batch_size):
         trajectories = agent.read_batch([(t.question, t.document) for t in batch], temperature=0.0)
         for t, tr in zip(batch, trajectories):
-            answer = tr.answer.answer if tr.answer else ""
-            memories = tr.memories
-            results[t.id] = CaseResult(
-                t.id, suite, group(t), t.kind, t.doc_tokens, t.question, t.answers, answer,
-                sub_em(answer, t.answers), exact_match(answer, t.answers), memories[-1] if memories else "",
-                len(memories), parties_named(answer, t.answers),
-            )  # fmt: skip
+            results[t.id] = case_result(t, suite, group(t), tr.answer.answer if tr.answer else "", tr.memories)
         done += len(batch)
         if progress:
             progress(f"{suite}: {done}/{len(tasks)} read")
@@ -149,6 +157,62 @@ def summarize(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
             rows.append({"suite": suite, "group": group, "kind": "all",
                          "doc_tokens": round(sum(r.doc_tokens for r in rs) / len(rs)), **score(rs)})  # fmt: skip
     return rows
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson interval of a proportion k/n.
+
+    >>> [round(x, 3) for x in wilson(8, 16)]
+    [0.28, 0.72]
+    """
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    centre, half = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return ((centre - half) / (1 + z * z / n), (centre + half) / (1 + z * z / n))
+
+
+def balanced_accuracy(results: Sequence[CaseResult]) -> float | None:
+    """Mean of the accuracy on gold "Yes" and on gold "No" yes/no questions (always "No" scores 50%); None
+    without questions of both answers."""
+    by_gold: dict[str, list[bool]] = {}
+    for r in results:
+        if misses.is_yes_no(r.answers):
+            by_gold.setdefault(r.answers[0].strip().lower(), []).append(r.sub_em)
+    if set(by_gold) != {"yes", "no"}:
+        return None
+    return sum(sum(v) / len(v) for v in by_gold.values()) / 2
+
+
+def suite_summary(results: Sequence[CaseResult]) -> dict[str, dict[str, Any]]:
+    """Per suite: n, sub-EM with its 95% interval, balanced accuracy of yes/no questions, and where the misses
+    happened (training/misses.py `rates`)."""
+    out: dict[str, dict[str, Any]] = {}
+    for suite in dict.fromkeys(r.suite for r in results):
+        rs = [r for r in results if r.suite == suite]
+        k = sum(r.sub_em for r in rs)
+        out[suite] = {"n": len(rs), "sub_em": k / len(rs), "interval": list(wilson(k, len(rs))),
+                      "balanced_accuracy": balanced_accuracy(rs), **misses.rates(rs)}  # fmt: skip
+    return out
+
+
+def suites_table(suites: dict[str, dict[str, Any]]) -> str:
+    """Per suite: the score and where the misses happened (shares of the answerable questions)."""
+
+    def pct(x: float | None) -> str:
+        return "–" if x is None else f"{x:.1%}"
+
+    header = ("| suite | n | sub-EM (95% interval) | balanced acc. | never entered memory | overwritten | "
+              "in final memory, answer missed | answer right when final memory held it | kept something, "
+              "nothing to find |")  # fmt: skip
+    lines = [header, "|---|---|---|---|---|---|---|---|---|"]
+    for suite, s in suites.items():
+        lo, hi = s["interval"]
+        lines.append(f"| {suite} | {s['n']} | {s['sub_em']:.1%} ({lo:.1%}–{hi:.1%}) | {pct(s['balanced_accuracy'])} | "
+                     f"{pct(s['never-entered'])} | {pct(s['overwritten'])} | {pct(s['answer-missed'])} | "
+                     f"{pct(s['answered_when_held'])} (of {s['final_held']}) | {pct(s['kept_something'])} "
+                     f"(of {s['unanswerable']}) |")  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 def markdown_table(rows: Sequence[dict[str, Any]], title: str = "") -> str:
@@ -255,7 +319,8 @@ def run(
     config = {"label": label, "agent": asdict(agent.config), "engine": agent.engine.name,
               "lengths": [length_label(x) for x in lengths], "n": n, "kinds": list(kinds),
               "categories": list(categories or []), "suites": list(suites), "seed": seed}  # fmt: skip
-    out = {"config": config, "summary": rows, "timing": timing, "cases": [asdict(r) for r in results]}
+    out = {"config": config, "summary": rows, "suites": suite_summary(results), "timing": timing,
+           "cases": [asdict(r) for r in results]}  # fmt: skip
     if out_dir is not None:
         write(out, Path(out_dir))
     if track:
@@ -298,6 +363,8 @@ def write(out: dict[str, Any], out_dir: Path) -> None:
     title = (f"{cfg['label'] or cfg['engine']}: template {cfg['agent']['template_set']}, chunk "
              f"{cfg['agent']['chunk_tokens']}, memory {cfg['agent']['memory_tokens']}")  # fmt: skip
     table = markdown_table(out["summary"], title)
+    if out.get("suites"):
+        table += "\n" + suites_table(out["suites"])
     if out.get("timing"):
         table += (
             "\n| set | questions | seconds | document tokens read (all questions) | tokens/s |\n|---|---|---|---|---|\n"

@@ -1,0 +1,88 @@
+"""Where a miss happened (training/misses.py), on hand-made memory sequences, and its rates in the results."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference.templates import NO_EVIDENCE_MEMORY, NOT_IN_DOCUMENT
+from training import misses
+from training.evaluate import case_result, suite_summary, suites_table
+from training.tasks import Task
+
+LAW = "This Agreement shall be governed by the laws of the State of Nevada."
+
+
+@pytest.mark.parametrize(
+    ("memories", "correct", "expected"),
+    [
+        ([NO_EVIDENCE_MEMORY, "Governed by Nevada law.", "Governed by Nevada law."], True, "correct"),
+        ([NO_EVIDENCE_MEMORY, NO_EVIDENCE_MEMORY, "Section 14 defines Affiliate."], False, "never-entered"),
+        (["Affiliate means any entity.", "Governed by the laws of Nevada.", "Section 14."], False, "overwritten"),
+        ([NO_EVIDENCE_MEMORY, "Governed by the laws of Nevada.", "Governed by the laws of Nevada."], False,
+         "answer-missed"),
+        ([], False, "never-entered"),
+    ],
+)  # fmt: skip
+def test_each_miss_is_placed_by_the_memories(memories, correct, expected):
+    assert misses.where(memories, ["Nevada"], [LAW], correct) == expected
+
+
+def test_a_gold_that_is_part_of_a_longer_word_is_not_held():
+    assert misses.where(["Governed by the laws of Nevadaland."], ["Nevada"], [], False) == "never-entered"
+
+
+def test_a_date_is_held_in_any_form():
+    memories = ["The agreement was made on the 30th day of October, 2017.", "Fees are due monthly."]
+    assert misses.where(memories, ["10/30/17"], [], False) == "overwritten"
+
+
+def test_parties_are_held_only_when_every_party_is():
+    gold = 'Acme Corp. ("Acme"); Beta LLC ("Beta")'
+    assert misses.holds("Between Acme Corp. and Beta LLC.", [gold])
+    assert not misses.holds("Between Acme Corp. and its affiliates.", [gold])
+
+
+def test_a_yes_no_question_is_held_by_its_clause_not_by_the_word_yes():
+    clause = "Licensee shall not sell competing products in the Territory during the Term."
+    assert misses.where(["Yes, yes."], ["Yes"], [clause], False) == "never-entered"
+    assert misses.where(["Licensee may not sell competing products in the Territory.", "Notices go to Ohio."],
+                        ["Yes"], [clause], False) == "overwritten"  # fmt: skip
+
+
+def test_questions_the_document_does_not_answer():
+    assert misses.where(["The vault code of Bo Tam is 4411."], [NOT_IN_DOCUMENT], [], False) == "kept-something"
+    assert misses.where([NO_EVIDENCE_MEMORY], [NOT_IN_DOCUMENT], [], False) == "answer-missed"
+    assert misses.where(["Payment within 30 days."], ["No"], [], False) == "kept-something"  # absent clause
+    assert misses.where([NO_EVIDENCE_MEMORY], ["No"], [], True) == "correct"
+
+
+def _case(kind: str, answers: tuple[str, ...], memories: list[str], answer: str, evidence: tuple[str, ...] = ()):
+    task = Task(f"t{len(memories)}{answer}", "doc", "q?", answers, evidence, kind, 100)
+    return case_result(task, "contracts", kind, answer, memories)
+
+
+def test_rates_per_suite_in_the_summary_and_table():
+    cases = [
+        _case("law", ("Nevada",), ["Nevada law."], "Nevada"),  # correct, final memory held it
+        _case("law", ("Nevada",), ["Nevada law."], "Section 14"),  # answer-missed
+        _case("law", ("Nevada",), ["Nevada law.", "Affiliates."], "Affiliate"),  # overwritten
+        _case("law", ("Nevada",), ["Affiliates."], "Affiliate"),  # never entered
+        _case("absent", (NOT_IN_DOCUMENT,), ["The code is 7."], "7"),  # kept something
+        _case("absent", (NOT_IN_DOCUMENT,), [NO_EVIDENCE_MEMORY], NOT_IN_DOCUMENT),  # correct, kept nothing
+    ]
+    assert [c.where for c in cases] == ["correct", "answer-missed", "overwritten", "never-entered",
+                                        "kept-something", "correct"]  # fmt: skip
+    s = suite_summary(cases)["contracts"]
+    assert s["n"] == 6 and s["answerable"] == 4 and s["unanswerable"] == 2
+    assert (s["never-entered"], s["overwritten"], s["answer-missed"]) == (0.25, 0.25, 0.25)
+    assert s["final_held"] == 2 and s["answered_when_held"] == 0.5 and s["kept_something"] == 0.5
+    assert s["sub_em"] == pytest.approx(2 / 6) and s["interval"][0] < 2 / 6 < s["interval"][1]
+    assert cases[1].memories == ("Nevada law.",)
+    row = suites_table({"contracts": s}).splitlines()[-1]
+    assert row.startswith("| contracts | 6 | 33.3% (") and "| 25.0% | 25.0% | 25.0% | 50.0% (of 2) | 50.0% (of 2) |" in row
+
+
+def test_balanced_accuracy_of_yes_no_questions():
+    always_no = [_case("c", ("Yes",), ["x"], "No"), _case("c", ("No",), ["x"], "No"),
+                 _case("c", ("No",), ["y"], "No"), _case("c", ("No",), ["z"], "No")]  # fmt: skip
+    assert suite_summary(always_no)["contracts"]["balanced_accuracy"] == 0.5
