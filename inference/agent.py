@@ -134,13 +134,15 @@ def extract_boxed(text: str) -> str | None:
 
 
 class MemoryAgent:
-    def __init__(self, engine: Engine, config: AgentConfig | None = None):
+    def __init__(self, engine: Engine, config: AgentConfig | None = None, shift_tokens: int = 0):
         self.engine = engine
         self.config = config or AgentConfig()
         self.templates = get_template_set(self.config.template_set)
+        #: every chunk boundary moved this many tokens later (`longread eval --shift-tokens`: robustness)
+        self.shift_tokens = shift_tokens
 
     def chunks(self, text: str) -> list[Chunk]:
-        return split_into_chunks(text, self.engine.tokenizer, self.config.chunk_tokens)
+        return split_into_chunks(text, self.engine.tokenizer, self.config.chunk_tokens, self.shift_tokens)
 
     def update_messages(self, items: Sequence[tuple[str, str | None, str]]) -> list[str]:
         return [

@@ -25,14 +25,21 @@ def token_starts(text: str, tokenizer: Any) -> list[int]:
     return [start for start, _ in enc["offset_mapping"]]
 
 
-def split_into_chunks(text: str, tokenizer: Any, chunk_tokens: int) -> list[Chunk]:
+def split_into_chunks(text: str, tokenizer: Any, chunk_tokens: int, shift_tokens: int = 0) -> list[Chunk]:
+    """Chunks of `chunk_tokens` tokens; with `shift_tokens`, every boundary moved that many tokens later (the
+    first chunk is then the first `shift_tokens % chunk_tokens` tokens): how robust a reading is to where
+    its chunks happen to end."""
     if chunk_tokens < 1:
         raise ValueError("chunk_tokens must be at least 1")
+    if shift_tokens < 0:
+        raise ValueError("shift_tokens must not be negative")
     starts = token_starts(text, tokenizer)
     n = len(starts)
+    shift = shift_tokens % chunk_tokens
+    firsts = ([0] if shift and n else []) + list(range(shift, n, chunk_tokens))
     chunks = []
-    for index, first in enumerate(range(0, n, chunk_tokens)):
-        last = min(first + chunk_tokens, n)
+    for index, first in enumerate(firsts):
+        last = min(firsts[index + 1] if index + 1 < len(firsts) else n, n)
         # A chunk ends where the next begins, so whitespace the tokenizer's offsets leave out
         # between tokens still belongs to exactly one chunk.
         start_char = 0 if first == 0 else starts[first]

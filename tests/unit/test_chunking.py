@@ -40,3 +40,17 @@ def test_empty_text_has_no_chunks(tokenizer):
 def test_chunk_size_must_be_positive(tokenizer):
     with pytest.raises(ValueError):
         split_into_chunks("abc", tokenizer, 0)
+
+
+@pytest.mark.parametrize(("n", "shift"), [(128, 100), (128, 228), (1000, 1)])
+def test_shifted_chunks_move_every_boundary_and_still_tile_the_text(text, tokenizer, n, shift):
+    plain = split_into_chunks(text, tokenizer, n)
+    shifted = split_into_chunks(text, tokenizer, n, shift)
+    assert "".join(c.text(text) for c in shifted) == text
+    assert shifted[0].start_token == 0 and shifted[0].end_token == shift % n
+    assert [c.start_token for c in shifted[1:]] == [c.start_token + shift % n for c in plain
+                                                    if c.start_token + shift % n < plain[-1].end_token]  # fmt: skip
+    assert [c.index for c in shifted] == list(range(len(shifted)))
+    assert split_into_chunks(text, tokenizer, n, n) == plain  # a whole chunk's shift moves nothing
+    with pytest.raises(ValueError):
+        split_into_chunks(text, tokenizer, n, -1)
