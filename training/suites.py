@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +33,7 @@ from training.tasks import (
     HELD_OUT_BOOKS,
     TRAIN_BOOKS,
     Task,
+    case_rows,
     contract_tasks,
     load_book,
     synthetic_tasks,
@@ -122,10 +123,11 @@ class EvalDocument:
 
 
 def suite_documents(suite: str, split: EvalSplit, tokenizer: Any = None, limit: int | None = None,
-                    lengths: Sequence[int | None] | None = None, n: int = 16) -> list[EvalDocument]:
+                    lengths: Sequence[int | None] | None = None, n: int = 16,
+                    kinds: Sequence[str] = ("single-needle",)) -> list[EvalDocument]:
     """A suite's documents of one split, in a fixed order, the first `limit` of them when given. Synthetic
-    needs the serving tokenizer (documents are token-exact) and makes `n` questions at each of `lengths`
-    (default `SYNTHETIC_LENGTHS[split]`), `limit` documents at each."""
+    needs the serving tokenizer (documents are token-exact) and makes `n` questions of `kinds` at each of
+    `lengths` (default `SYNTHETIC_LENGTHS[split]`), `limit` documents at each."""
     ids = split_ids(suite, split)
     if suite == "contracts":
         docs = _contracts(ids)
@@ -136,7 +138,7 @@ def suite_documents(suite: str, split: EvalSplit, tokenizer: Any = None, limit: 
     else:
         if tokenizer is None:
             raise ValueError("the synthetic suite needs the serving model's tokenizer")
-        return _synthetic(split, tokenizer, lengths or SYNTHETIC_LENGTHS[split], n, limit)
+        return _synthetic(split, tokenizer, lengths or SYNTHETIC_LENGTHS[split], n, limit, kinds)
     return docs[:limit] if limit is not None else docs
 
 
@@ -200,26 +202,62 @@ def _books(stems: Sequence[str], books_dir: Path = BOOKS_DIR, questions_dir: Pat
     return docs
 
 
-def _synthetic(split: EvalSplit, tokenizer: Any, lengths: Sequence[int | None], n: int,
-               limit: int | None) -> list[EvalDocument]:
+def _synthetic(split: EvalSplit, tokenizer: Any, lengths: Sequence[int | None], n: int, limit: int | None,
+               kinds: Sequence[str]) -> list[EvalDocument]:
     """Held out: `synthetic_tasks` of Little Women at seed 0 (the suite `longread eval` always read);
-    dev: of the training novels at DEV_SEED. One single-needle question per 4K tokens of a document."""
-    from training.evaluate import facts_per_doc, length_label
+    dev: of the training novels at DEV_SEED. One question per 4K tokens of a document."""
+    from training.evaluate import facts_per_doc
 
     book_split, seed = ("held-out", 0) if split == "held-out" else ("train", DEV_SEED)
     docs: list[EvalDocument] = []
     for doc_tokens in lengths:
-        tasks = synthetic_tasks(tokenizer, book_split, doc_tokens, n, seed=seed, kinds=("single-needle",),
+        tasks = synthetic_tasks(tokenizer, book_split, doc_tokens, n, seed=seed, kinds=kinds,
                                 facts_per_doc=facts_per_doc(doc_tokens, n))  # fmt: skip
         by_doc: dict[int, list[Task]] = {}
         for t in tasks:
             by_doc.setdefault(id(t.document), []).append(t)
         for group in list(by_doc.values())[:limit]:
-            doc_id = group[0].id.rsplit("-q", 1)[0]
-            label = length_label(doc_tokens)
-            docs.append(EvalDocument(doc_id, "synthetic", f"{doc_id}.txt", None, group[0].document,
-                                     tuple(replace(t, kind=f"synthetic:{label}") for t in group)))  # fmt: skip
+            doc_id = _SYNTHETIC_DOC.match(group[0].id)[0]
+            docs.append(EvalDocument(doc_id, "synthetic", f"{doc_id}.txt", None, group[0].document, tuple(group)))
     return docs
+
+
+# a synthetic task's id: syn-{split}-{length or book}-s{seed}-d{document}-{q0, q1, ..., or twin}
+_SYNTHETIC_DOC = re.compile(r"syn-.+?-(\d+|book)-s-?\d+-d\d+")
+
+
+def group_of(task: Task) -> str:
+    """The row a task counts in: a contract's category, a clause question's gold answer, a book question's
+    kind, a planted fact's document length.
+
+    >>> group_of(Task("cuad-001:parties", "", "", ("X",), kind="contract:Parties"))
+    'Parties'
+    >>> group_of(Task("syn-held-out-2048-s0-d3-q1", "", "", ("X",), kind="single-needle"))
+    '2K'
+    >>> group_of(Task("syn-train-book-s-38-d0-twin", "", "", ("X",), kind="absent"))
+    'book'
+    """
+    from training.evaluate import length_label
+
+    if task.kind.startswith("contract:"):
+        return task.kind.removeprefix("contract:")
+    if task.kind.startswith("clause:"):
+        return f"gold {task.answers[0]}"
+    if task.kind.startswith("book:"):
+        return task.kind.removeprefix("book:") or "book"
+    if m := _SYNTHETIC_DOC.match(task.id):
+        return length_label(None if m[1] == "book" else int(m[1]))
+    return task.kind or "cases"
+
+
+def cases_documents(path: Path) -> list[EvalDocument]:
+    """A user's cases file (`longread eval --cases`: one `{"document": "path", "question", "answers"}` a line)
+    as documents to upload, each with its questions, in the file's order; a document's text is what its
+    upload parses to, so `text` is left empty here."""
+    by_file: dict[Path, list[Task]] = {}
+    for i, doc, question, answers in case_rows(path):
+        by_file.setdefault(doc, []).append(Task(f"case-{i}", "", question, answers, kind="cases"))
+    return [EvalDocument(str(doc), "cases", doc.name, doc, "", tuple(tasks)) for doc, tasks in by_file.items()]
 
 
 def _as_list(value: Any) -> list[str]:

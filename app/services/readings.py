@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from app.db import session_scope
 from app.documents.base import page_unit
-from app.models import Checkpoint, DocumentStatus, Reading, ReadingStatus, utcnow
+from app.models import Checkpoint, DocumentStatus, ModelVersion, Reading, ReadingStatus, utcnow
 from app.queue import request_reading_pass
 from app.services.documents import require_document
 from app.services.errors import NotFound, valid_id
@@ -85,6 +85,17 @@ def check_memory(memory: object) -> str:
     return memory
 
 
+def reading_config(settings: Settings, version: ModelVersion | None, chunk_tokens: int | None = None,
+                   memory_tokens: int | None = None) -> AgentConfig:
+    """The sizes and template a new reading gets: those asked for, else the model version's, else the settings'."""
+    return AgentConfig(
+        chunk_tokens=chunk_tokens or (version and version.chunk_tokens) or settings.chunk_tokens,
+        memory_tokens=memory_tokens or (version and version.memory_tokens) or settings.memory_tokens,
+        answer_tokens=settings.answer_tokens,
+        template_set=version.template_set if version else settings.template_set,
+    )
+
+
 def create_readings(
     session: Session,
     settings: Settings,
@@ -101,12 +112,7 @@ def create_readings(
     if doc.status != DocumentStatus.ready:
         raise ReadingError(f"document {document_id} is not ready to read ({doc.status.value})")
     version = active_version(session)  # None: the settings' model; else read with its weights and defaults
-    config = AgentConfig(  # validates the template set before anything is stored
-        chunk_tokens=chunk_tokens or (version and version.chunk_tokens) or settings.chunk_tokens,
-        memory_tokens=memory_tokens or (version and version.memory_tokens) or settings.memory_tokens,
-        answer_tokens=settings.answer_tokens,
-        template_set=version.template_set if version else settings.template_set,
-    )
+    config = reading_config(settings, version, chunk_tokens, memory_tokens)  # validates before anything is stored
     readings = [
         Reading(
             document_id=doc.id,

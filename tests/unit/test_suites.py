@@ -80,4 +80,18 @@ def test_synthetic_dev_reads_training_novels_at_a_seed_training_never_draws(toke
     assert s.DEV_SEED < 0  # training draws seeds from [0, 2**31)
     assert len(dev) == len(held) == 1 and dev[0].source is None and dev[0].data() == dev[0].text.encode()
     assert "-train-" in dev[0].id and "-held-out-" in held[0].id
-    assert {t.kind for t in dev[0].tasks} == {"synthetic:2K"}
+    assert {s.group_of(t) for t in dev[0].tasks + held[0].tasks} == {"2K"}
+
+
+def test_a_cases_file_becomes_documents_to_upload_with_their_questions(tmp_path):
+    (tmp_path / "a.pdf").write_bytes(b"%PDF-1.4 made up")
+    (tmp_path / "b.docx").write_bytes(b"PK made up")
+    rows = [{"document": "a.pdf", "question": "Title?", "answers": ["X"]},
+            {"document": "b.docx", "question": "Law?", "answers": "Ohio"},
+            {"document": str(tmp_path / "a.pdf"), "question": "Parties?", "answers": ["Y", "Z"]}]  # fmt: skip
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    a, b = s.cases_documents(tmp_path / "cases.jsonl")
+    assert (a.source, a.data()) == (tmp_path / "a.pdf", b"%PDF-1.4 made up")
+    assert [(t.id, t.question, t.answers) for t in a.tasks] == [("case-0", "Title?", ("X",)),
+                                                               ("case-2", "Parties?", ("Y", "Z"))]  # fmt: skip
+    assert b.filename == "b.docx" and b.tasks[0].answers == ("Ohio",) and s.group_of(b.tasks[0]) == "cases"

@@ -50,7 +50,7 @@ from training.tasks.base import (
 )
 from training.tasks.books import load_book, split_books
 from training.tasks.contracts import contract_ids, contract_tasks, governing_law_variant
-from training.tasks.feedback import case_documents, cases_tasks, feedback_answer, feedback_tasks
+from training.tasks.feedback import case_documents, case_rows, cases_tasks, feedback_answer, feedback_tasks
 from training.tasks.oracle import (
     corrections,
     evidence_gains,

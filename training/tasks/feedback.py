@@ -34,9 +34,20 @@ def cases_tasks(path: Path) -> list[Task]:
     """A user's evaluation set: one `{"document": "path", "question": "...", "answers": ["..."]}` a
     line; relative document paths are relative to the JSONL file's folder. Questions on the same
     file share one document string."""
-    path = Path(path)
     documents: dict[Path, str] = {}
     tasks = []
+    for i, doc, question, answers in case_rows(path):
+        if doc not in documents:
+            documents[doc] = _read_document(doc)
+        tasks.append(Task(f"case-{i}", documents[doc], question, answers, kind="cases"))
+    return tasks
+
+
+def case_rows(path: Path) -> list[tuple[int, Path, str, tuple[str, ...]]]:
+    """A cases file's lines, checked: (index, the document's path, question, gold answers); relative document
+    paths are relative to the JSONL file's folder."""
+    path = Path(path)
+    rows = []
     for i, row in enumerate(_jsonl(path)):
         missing = [k for k in ("document", "question", "answers") if k not in row]
         if missing:
@@ -44,12 +55,10 @@ def cases_tasks(path: Path) -> list[Task]:
         answers = [row["answers"]] if isinstance(row["answers"], str) else row["answers"]
         doc = Path(row["document"]).expanduser()
         doc = doc if doc.is_absolute() else path.parent / doc
-        if doc not in documents:
-            if not doc.is_file():
-                raise ValueError(f"{path}:{i + 1}: no such document {doc}")
-            documents[doc] = _read_document(doc)
-        tasks.append(Task(f"case-{i}", documents[doc], row["question"], tuple(answers), kind="cases"))
-    return tasks
+        if not doc.is_file():
+            raise ValueError(f"{path}:{i + 1}: no such document {doc}")
+        rows.append((i, doc, row["question"], tuple(answers)))
+    return rows
 
 
 def case_documents(path: Path) -> list[str]:

@@ -1,0 +1,178 @@
+"""`longread eval`: the evaluation suites and a person's cases, read the way the app reads an upload.
+
+A figure means something for users only when it is measured on their path. So every document goes through
+what an upload goes through (app/services/documents.py): its bytes are parsed in the sandboxed child
+(`parse_untrusted`: PDFs page by page, DOCX/EPUB/HTML/Markdown by sections, text normalised), chunked by the
+serving tokenizer, and read with the sizes and template set a new reading would get (`reading_config`: the
+active model version's, else the settings') on the engine that serves it (`serving_settings`: its dtype and
+all); and all of a document's questions are read together in one pass, as the app reads the questions a
+person asks of a document at once. `tests/integration/test_eval_path.py` holds this to the app: one case
+gives the same checkpoints and answers here as uploaded and asked through the services.
+
+Scoring, where each miss happened, the tables and results.json are training/evaluate.py's; which documents
+and questions, and their dev / held-out split, training/suites.py's.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from app.db import session_scope
+from app.documents.base import ParseError
+from app.documents.sandbox import DEFAULT_LIMITS, parse_untrusted
+from app.services.llm import engine_for
+from app.services.models import active_version, serving_settings
+from app.services.readings import reading_config
+from app.settings import Settings
+from inference.agent import AgentConfig, MemoryAgent
+from training import evaluate as ev
+from training.suites import SUITES, EvalDocument, EvalSplit, cases_documents, group_of, suite_documents
+from training.tasks import case_documents, count_tokens
+
+
+class EvalError(ValueError):
+    """The evaluation cannot run as asked; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Reader:
+    """What is evaluated: the engine's settings, the reading sizes and template, and a label for tables."""
+
+    settings: Settings
+    config: AgentConfig
+    label: str
+
+
+def reader(settings: Settings, *, model: str | None = None, adapter: str | None = None, engine: str | None = None,
+           openai_url: str | None = None, openai_model: str | None = None, chunk_tokens: int | None = None,
+           memory_tokens: int | None = None, answer_tokens: int | None = None,
+           template_set: str | None = None) -> Reader:
+    """The reader the app serves now (the active model version on its engine, with the sizes a new reading
+    gets), or the model, adapter or server named instead; sizes and template given here win."""
+    updates: dict[str, Any] = {}
+    if engine:
+        updates["engine"] = engine
+    if model:
+        updates["model"] = model
+    if openai_url:
+        if adapter:
+            raise EvalError("--adapter merges into a local model; a served model (--openai-url) must be served "
+                            "with its adapter")
+        updates.update(engine="openai", openai_base_url=openai_url)
+    if openai_model:
+        updates["openai_model"] = openai_model
+    version = None
+    if not (model or adapter or openai_url):
+        with session_scope(settings.resolved_database_url) as s:
+            version = active_version(s)
+            served = serving_settings(settings, version)
+            label = version.name if version else settings.model
+            config = reading_config(settings, version, chunk_tokens, memory_tokens)
+    else:
+        served = settings
+        config = reading_config(settings, None, chunk_tokens, memory_tokens)
+        chosen = updates.get("model", settings.model)
+        label = f"served {openai_model or ''} at {openai_url}".replace("  ", " ") if openai_url else chosen
+        if adapter:
+            from inference.adapters import merged_model
+            from inference.models import base_of, resolve_model_path
+
+            base_name = base_of(chosen)
+            base = resolve_model_path(base_name, settings.model_cache_dir)
+            updates["model"] = str(merged_model(base, Path(adapter), settings.model_cache_dir / "merged"))
+            label = f"{base_name} + {adapter}"
+    served = Settings(**{**served.model_dump(), **updates})
+    config = AgentConfig(config.chunk_tokens, config.memory_tokens, answer_tokens or config.answer_tokens,
+                         template_set or config.template_set)  # fmt: skip
+    return Reader(served, config, label)
+
+
+def uploaded_text(document: EvalDocument) -> str:
+    """The text an upload of the document's bytes would hold: parsed in the sandbox, as app/services/documents."""
+    try:
+        return parse_untrusted(document.data(), DEFAULT_LIMITS).text
+    except ParseError as exc:
+        raise EvalError(f"{document.filename}: {exc}") from None
+
+
+def read_documents(agent: MemoryAgent, documents: Sequence[EvalDocument], batch: int | None = None,
+                   log: Callable[[str], None] | None = None) -> list[ev.CaseResult]:
+    """Each document as uploaded, all its questions read together (at most `batch` at once when given), then
+    scored; results document by document, questions in their order."""
+    results: list[ev.CaseResult] = []
+    for n, doc in enumerate(documents, 1):
+        text = uploaded_text(doc)
+        tokens = count_tokens(agent.engine.tokenizer, text)
+        tasks = [replace(t, document=text, doc_tokens=tokens) for t in doc.tasks]
+        step = batch or len(tasks) or 1
+        for i in range(0, len(tasks), step):
+            part = tasks[i : i + step]
+            trajectories = agent.read_batch([(t.question, text) for t in part], temperature=0.0)
+            results += [ev.case_result(t, doc.suite, group_of(t), tr.answer.answer if tr.answer else "", tr.memories)
+                        for t, tr in zip(part, trajectories)]  # fmt: skip
+        if log:
+            log(f"{doc.suite}: {n}/{len(documents)} documents read ({doc.id}, {len(tasks)} questions, {tokens:,} tokens)")
+    return results
+
+
+def _agent(r: Reader, shift_tokens: int) -> MemoryAgent:
+    return MemoryAgent(engine_for(r.settings), r.config, shift_tokens)
+
+
+def _config(r: Reader, agent: MemoryAgent, **extra: Any) -> dict[str, Any]:
+    return {"label": r.label, "agent": asdict(r.config), "engine": agent.engine.name,
+            "shift_tokens": agent.shift_tokens, **extra}  # fmt: skip
+
+
+def evaluate_suites(r: Reader, suites: Sequence[str], split: EvalSplit, out_dir: Path | None = None,
+                    limit: int | None = None, shift_tokens: int = 0, lengths: Sequence[int | None] | None = None,
+                    n: int = 16, kinds: Sequence[str] = ("single-needle",), batch: int | None = None,
+                    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)) -> dict[str, Any]:
+    """Read the suites' documents of one split as uploads and score them: results.json (every case and
+    memory), table.md (per row and per suite, with where the misses happened) and plot.png in `out_dir`."""
+    unknown = [s for s in suites if s not in SUITES]
+    if unknown:
+        raise EvalError(f"unknown suite {', '.join(unknown)}: choose from {', '.join(SUITES)}")
+    agent = _agent(r, shift_tokens)
+    results: list[ev.CaseResult] = []
+    timing = []
+    for suite in suites:
+        docs = suite_documents(suite, split, agent.engine.tokenizer, limit, lengths, n, kinds)
+        if not docs:
+            log(f"{suite}: no {split} questions yet, skipped")
+            continue
+        started = time.monotonic()
+        got = read_documents(agent, docs, batch, log)
+        seconds = time.monotonic() - started
+        read = sum(c.doc_tokens for c in got)
+        timing.append({"set": suite, "questions": len(got), "seconds": round(seconds, 1), "document_tokens_read": read,
+                       "tokens_per_s": round(read / seconds, 1) if seconds else None})  # fmt: skip
+        log(f"{suite}: {ev.score(got)} in {seconds:.0f} s")
+        results += got
+    config = _config(r, agent, split=split, suites=list(suites), limit=limit, n=n, kinds=list(kinds),
+                     lengths=[ev.length_label(x) for x in lengths] if lengths else None)  # fmt: skip
+    out = {"config": config, "summary": ev.summarize(results), "suites": ev.suite_summary(results),
+           "timing": timing, "cases": [asdict(c) for c in results]}  # fmt: skip
+    if out_dir is not None:
+        ev.write(out, Path(out_dir))
+    return out
+
+
+def evaluate_cases(r: Reader, cases: Path, out_dir: Path | None = None, shift_tokens: int = 0,
+                   batch: int | None = None) -> dict[str, Any]:
+    """A person's cases file (any format an upload accepts), read as uploads: the `--cases --json` object
+    (`training.evaluate.cases_json`), with `suites` (where the misses happened) added."""
+    documents = cases_documents(Path(cases))  # checks the file before an engine starts
+    agent = _agent(r, shift_tokens)
+    results = read_documents(agent, documents, batch)
+    results.sort(key=lambda c: int(c.task_id.removeprefix("case-")))  # the file's order
+    out = {**ev.cases_json(results, case_documents(Path(cases))), "suites": ev.suite_summary(results)}
+    if out_dir is not None:
+        ev.write({"config": _config(r, agent, cases=str(cases)), "summary": ev.summarize(results),
+                  "suites": out["suites"], "cases": [asdict(c) for c in results]}, Path(out_dir))  # fmt: skip
+    return out
