@@ -32,7 +32,7 @@ from app.settings import Settings
 from inference.agent import AgentConfig, MemoryAgent
 from training import evaluate as ev
 from training.suites import SUITES, EvalDocument, EvalSplit, cases_documents, group_of, suite_documents
-from training.tasks import case_documents, count_tokens
+from training.tasks import count_tokens
 
 
 class EvalError(ValueError):
@@ -165,14 +165,14 @@ def evaluate_suites(r: Reader, suites: Sequence[str], split: EvalSplit, out_dir:
 
 def evaluate_cases(r: Reader, cases: Path, out_dir: Path | None = None, shift_tokens: int = 0,
                    batch: int | None = None) -> dict[str, Any]:
-    """A person's cases file (any format an upload accepts), read as uploads: the `--cases --json` object
-    (`training.evaluate.cases_json`), with `suites` (where the misses happened) added."""
+    """A person's cases file (any format an upload accepts; `training.suites.cases_documents`), read as uploads,
+    in the file's order: the results object, written to `out_dir` when given."""
     documents = cases_documents(Path(cases))  # checks the file before an engine starts
     agent = _agent(r, shift_tokens)
     results = read_documents(agent, documents, batch)
-    results.sort(key=lambda c: int(c.task_id.removeprefix("case-")))  # the file's order
-    out = {**ev.cases_json(results, case_documents(Path(cases))), "suites": ev.suite_summary(results)}
+    results.sort(key=lambda c: int(c.task_id.removeprefix("case-")))
+    out = {"config": _config(r, agent, cases=str(cases)), "summary": ev.summarize(results),
+           "suites": ev.suite_summary(results), "cases": [asdict(c) for c in results]}  # fmt: skip
     if out_dir is not None:
-        ev.write({"config": _config(r, agent, cases=str(cases)), "summary": ev.summarize(results),
-                  "suites": out["suites"], "cases": [asdict(c) for c in results]}, Path(out_dir))  # fmt: skip
+        ev.write(out, Path(out_dir))
     return out
