@@ -109,12 +109,7 @@ def read_documents(agent: MemoryAgent, documents: Sequence[EvalDocument], batch:
         text = uploaded_text(doc)
         tokens = count_tokens(agent.engine.tokenizer, text)
         tasks = [replace(t, document=text, doc_tokens=tokens) for t in doc.tasks]
-        step = batch or len(tasks) or 1
-        for i in range(0, len(tasks), step):
-            part = tasks[i : i + step]
-            trajectories = agent.read_batch([(t.question, text) for t in part], temperature=0.0)
-            results += [ev.case_result(t, doc.suite, group_of(t), tr.answer.answer if tr.answer else "", tr.memories)
-                        for t, tr in zip(part, trajectories)]  # fmt: skip
+        results += ev.evaluate(agent, tasks, doc.suite, group_of, batch or max(1, len(tasks)))
         if log:
             log(f"{doc.suite}: {n}/{len(documents)} documents read ({doc.id}, {len(tasks)} questions, {tokens:,} tokens)")
     return results
