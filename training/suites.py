@@ -194,8 +194,8 @@ def _books(stems: Sequence[str], books_dir: Path = BOOKS_DIR, questions_dir: Pat
         path = Path(books_dir) / f"{stem}.txt"
         text = load_book(path)
         tasks = tuple(
-            Task(str(q["id"]), text, q["question"], tuple(q["answers"]),
-                 tuple(e for e in _as_list(q.get("evidence")) if e and e in text), f"book:{q.get('kind', '')}")
+            Task(str(q["id"]), text, q["question"], tuple(q["answers"]), tuple(_as_list(q.get("evidence"))),
+                 f"book:{q.get('kind', '')}")
             for q in rows
         )  # fmt: skip
         docs.append(EvalDocument(stem, "books", path.name, path, text, tasks))
