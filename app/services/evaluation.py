@@ -127,9 +127,11 @@ def _config(r: Reader, agent: MemoryAgent, **extra: Any) -> dict[str, Any]:
 def evaluate_suites(r: Reader, suites: Sequence[str], split: EvalSplit, out_dir: Path | None = None,
                     limit: int | None = None, shift_tokens: int = 0, lengths: Sequence[int | None] | None = None,
                     n: int = 16, kinds: Sequence[str] = ("single-needle",), batch: int | None = None,
+                    categories: Sequence[str] | None = None,
                     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)) -> dict[str, Any]:
     """Read the suites' documents of one split as uploads and score them: results.json (every case and
-    memory), table.md (per row and per suite, with where the misses happened) and plot.png in `out_dir`."""
+    memory), table.md (per row and per suite, with where the misses happened) and plot.png in `out_dir`.
+    `categories`: ask only the contract and clause questions of these CUAD categories."""
     unknown = [s for s in suites if s not in SUITES]
     if unknown:
         raise EvalError(f"unknown suite {', '.join(unknown)}: choose from {', '.join(SUITES)}")
@@ -138,6 +140,9 @@ def evaluate_suites(r: Reader, suites: Sequence[str], split: EvalSplit, out_dir:
     timing = []
     for suite in suites:
         docs = suite_documents(suite, split, agent.engine.tokenizer, limit, lengths, n, kinds)
+        if categories and suite in ("contracts", "clauses"):
+            docs = [d for d in (replace(d, tasks=tuple(t for t in d.tasks if t.kind.split(":", 1)[1] in categories))
+                                for d in docs) if d.tasks]  # fmt: skip
         if not docs:
             log(f"{suite}: no {split} questions yet, skipped")
             continue
@@ -150,7 +155,8 @@ def evaluate_suites(r: Reader, suites: Sequence[str], split: EvalSplit, out_dir:
         log(f"{suite}: {ev.score(got)} in {seconds:.0f} s")
         results += got
     config = _config(r, agent, split=split, suites=list(suites), limit=limit, n=n, kinds=list(kinds),
-                     lengths=[ev.length_label(x) for x in lengths] if lengths else None)  # fmt: skip
+                     lengths=[ev.length_label(x) for x in lengths] if lengths else None,
+                     categories=list(categories or []))  # fmt: skip
     out = {"config": config, "summary": ev.summarize(results), "suites": ev.suite_summary(results),
            "timing": timing, "cases": [asdict(c) for c in results]}  # fmt: skip
     if out_dir is not None:
@@ -159,15 +165,14 @@ def evaluate_suites(r: Reader, suites: Sequence[str], split: EvalSplit, out_dir:
 
 
 def evaluate_cases(r: Reader, cases: Path, out_dir: Path | None = None, shift_tokens: int = 0,
-                   batch: int | None = None) -> dict[str, Any]:
-    """A person's cases file (any format an upload accepts; `training.suites.cases_documents`), read as uploads,
-    in the file's order: the results object, written to `out_dir` when given."""
+                   batch: int | None = None) -> list[ev.CaseResult]:
+    """A person's cases file (any format an upload accepts; `training.suites.cases_documents`), read as uploads:
+    the results in the file's order, written to `out_dir` (results.json, table.md, plot.png) when given."""
     documents = cases_documents(Path(cases))  # checks the file before an engine starts
     agent = _agent(r, shift_tokens)
     results = read_documents(agent, documents, batch)
     results.sort(key=lambda c: int(c.task_id.removeprefix("case-")))
-    out = {"config": _config(r, agent, cases=str(cases)), "summary": ev.summarize(results),
-           "suites": ev.suite_summary(results), "cases": [asdict(c) for c in results]}  # fmt: skip
     if out_dir is not None:
-        ev.write(out, Path(out_dir))
-    return out
+        ev.write({"config": _config(r, agent, cases=str(cases)), "summary": ev.summarize(results),
+                  "suites": ev.suite_summary(results), "cases": [asdict(c) for c in results]}, Path(out_dir))  # fmt: skip
+    return results
