@@ -10,7 +10,8 @@ document across it, and `tests/unit/test_suites.py` pins it.
 - `clauses`: the 33 yes/no clause categories of `contracts-train/cases.jsonl` (each question carries CUAD's
   description of its category), on 30 dev and 30 held-out contracts of that set (a seeded sample of 60,
   alternately dev and held-out). Training must never draw them: `NOT_FOR_TRAINING`, `trainable_contract`.
-- `books`: real questions on the four novels (`training/questions/<stem>.jsonl`), Little Women held out.
+- `books`: the hand-written questions on the four novels (`training/questions/<stem>.jsonl`, loaded by
+  `training.book_questions`), Little Women held out.
 - `synthetic`: planted facts (`training.tasks.synthetic_tasks`): held out in Little Women; dev in the
   training novels at `DEV_SEED`, a seed training never uses (it draws seeds from [0, 2**31)).
 
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from training.book_questions import QUESTIONS_DIR, load_questions
 from training.tasks import (
     BOOKS_DIR,
     DATA_DIR,
@@ -44,7 +46,6 @@ SPLITS: tuple[EvalSplit, ...] = ("dev", "held-out")
 SUITES: tuple[str, ...] = ("contracts", "clauses", "books", "synthetic")
 
 CONTRACTS_TRAIN_DIR = DATA_DIR / "contracts-train"
-QUESTIONS_DIR = Path(__file__).resolve().parent / "questions"
 
 #: contracts/: held out, the 20 of HELD_OUT_CONTRACTS (every third id) and every sixth from cuad-001
 CONTRACTS_HELD_OUT: tuple[str, ...] = (
@@ -176,29 +177,18 @@ def _clauses(ids: Sequence[str], contracts_dir: Path | None = None) -> list[Eval
     return docs
 
 
-def book_questions(stem: str, questions_dir: Path | None = None) -> list[dict]:
-    """The real questions on one novel: {"id", "book", "question", "answers", "evidence", "kind"} a line;
-    none when its file is not written yet."""
-    path = Path(questions_dir or QUESTIONS_DIR) / f"{stem}.jsonl"
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _books(stems: Sequence[str], books_dir: Path = BOOKS_DIR, questions_dir: Path | None = None) -> list[EvalDocument]:
+def _books(stems: Sequence[str], books_dir: Path = BOOKS_DIR, questions_dir: Path = QUESTIONS_DIR) -> list[EvalDocument]:
+    """The novels that have hand-written questions (`training/book_questions.py`), each with its questions."""
     docs = []
     for stem in stems:
-        rows = book_questions(stem, questions_dir)
-        if not rows:
+        path = Path(questions_dir) / f"{stem}.jsonl"
+        if not path.is_file():
             continue
-        path = Path(books_dir) / f"{stem}.txt"
-        text = load_book(path)
-        tasks = tuple(
-            Task(str(q["id"]), text, q["question"], tuple(q["answers"]), tuple(_as_list(q.get("evidence"))),
-                 f"book:{q.get('kind', '')}")
-            for q in rows
-        )  # fmt: skip
-        docs.append(EvalDocument(stem, "books", path.name, path, text, tasks))
+        book = Path(books_dir) / f"{stem}.txt"
+        text = load_book(book)
+        tasks = tuple(Task(q.id, text, q.question, q.answers, (q.evidence,), f"book:{q.kind}")
+                      for q in load_questions(path))  # fmt: skip
+        docs.append(EvalDocument(stem, "books", book.name, book, text, tasks))
     return docs
 
 
@@ -258,10 +248,6 @@ def cases_documents(path: Path) -> list[EvalDocument]:
     for i, doc, question, answers in case_rows(path):
         by_file.setdefault(doc, []).append(Task(f"case-{i}", "", question, answers, kind="cases"))
     return [EvalDocument(str(doc), "cases", doc.name, doc, "", tuple(tasks)) for doc, tasks in by_file.items()]
-
-
-def _as_list(value: Any) -> list[str]:
-    return [value] if isinstance(value, str) else list(value or ())
 
 
 def _slug(category: str) -> str:

@@ -74,6 +74,13 @@ def test_book_questions_are_read_from_their_file(tmp_path):
     assert docs[0].source == DATA_DIR / "books" / "pg84.txt"
 
 
+def test_books_suite_asks_the_hand_written_questions():
+    held, dev = s.suite_documents("books", "held-out"), s.suite_documents("books", "dev")
+    assert [d.id for d in held] == ["pg37106"] and {d.id for d in dev} == {"pg2641", "pg64317", "pg84"}
+    for d in held + dev:
+        assert len(d.tasks) >= 40 and all(t.id.startswith(d.id) and t.kind.startswith("book:") for t in d.tasks)
+
+
 def test_synthetic_dev_reads_training_novels_at_a_seed_training_never_draws(tokenizer):
     dev = s.suite_documents("synthetic", "dev", tokenizer, limit=1, lengths=(2048,), n=2)
     held = s.suite_documents("synthetic", "held-out", tokenizer, limit=1, lengths=(2048,), n=2)
