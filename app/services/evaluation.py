@@ -33,6 +33,7 @@ from inference.agent import AgentConfig, MemoryAgent
 from training import evaluate as ev
 from training.suites import SUITES, EvalDocument, EvalSplit, cases_documents, group_of, suite_documents
 from training.tasks import count_tokens
+from training.tracking import tracking_root
 
 
 class EvalError(ValueError):
@@ -127,11 +128,12 @@ def _config(r: Reader, agent: MemoryAgent, **extra: Any) -> dict[str, Any]:
 def evaluate_suites(r: Reader, suites: Sequence[str], split: EvalSplit, out_dir: Path | None = None,
                     limit: int | None = None, shift_tokens: int = 0, lengths: Sequence[int | None] | None = None,
                     n: int = 16, kinds: Sequence[str] = ("single-needle",), batch: int | None = None,
-                    categories: Sequence[str] | None = None,
+                    categories: Sequence[str] | None = None, track: bool = True,
                     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)) -> dict[str, Any]:
     """Read the suites' documents of one split as uploads and score them: results.json (every case and
-    memory), table.md (per row and per suite, with where the misses happened) and plot.png in `out_dir`.
-    `categories`: ask only the contract and clause questions of these CUAD categories."""
+    memory), table.md (per row and per suite, with where the misses happened) and plot.png in `out_dir`, and
+    the scores in the experiment tracker (`track`). `categories`: ask only the contract and clause questions
+    of these CUAD categories."""
     unknown = [s for s in suites if s not in SUITES]
     if unknown:
         raise EvalError(f"unknown suite {', '.join(unknown)}: choose from {', '.join(SUITES)}")
@@ -161,6 +163,9 @@ def evaluate_suites(r: Reader, suites: Sequence[str], split: EvalSplit, out_dir:
            "timing": timing, "cases": [asdict(c) for c in results]}  # fmt: skip
     if out_dir is not None:
         ev.write(out, Path(out_dir))
+    if track:
+        name = time.strftime("%Y%m%d-%H%M%S") + (f"-{Path(out_dir).name}" if out_dir is not None else "")
+        ev.log_scores(out, tracking_root() / "eval" / name)
     return out
 
 
