@@ -85,7 +85,8 @@ def table(rows: dict[str, dict[str, Any]], metric: str) -> str:
         lo, hi = r["interval"]
         verdict = "DROPPED" if r["dropped"] else "ok"
         lines.append(f"| {suite} | {r['n']} | {r['before']:.1%} | {r['after']:.1%} | {r['difference']:+.1%} "
-                     f"({lo:+.1%} to {hi:+.1%}) | {r['gained']} | {r['lost']} | {r['same_answer']:.1%} | {verdict} |")  # fmt: skip
+                     f"({lo:+.1%} to {hi:+.1%}) | {r['gained']} | {r['lost']} | {r['same_answer']:.1%} | "
+                     f"{verdict} |")
     return "\n".join(lines) + "\n"
 
 

@@ -177,7 +177,8 @@ def _clauses(ids: Sequence[str], contracts_dir: Path | None = None) -> list[Eval
     return docs
 
 
-def _books(stems: Sequence[str], books_dir: Path = BOOKS_DIR, questions_dir: Path = QUESTIONS_DIR) -> list[EvalDocument]:
+def _books(stems: Sequence[str], books_dir: Path = BOOKS_DIR,
+           questions_dir: Path = QUESTIONS_DIR) -> list[EvalDocument]:
     """The novels that have hand-written questions (`training/book_questions.py`), each with its questions."""
     docs = []
     for stem in stems:

@@ -112,7 +112,8 @@ def read_documents(agent: MemoryAgent, documents: Sequence[EvalDocument], batch:
         tasks = [replace(t, document=text, doc_tokens=tokens) for t in doc.tasks]
         results += ev.evaluate(agent, tasks, doc.suite, group_of, batch or max(1, len(tasks)))
         if log:
-            log(f"{doc.suite}: {n}/{len(documents)} documents read ({doc.id}, {len(tasks)} questions, {tokens:,} tokens)")
+            log(f"{doc.suite}: {n}/{len(documents)} documents read ({doc.id}, {len(tasks)} questions, "
+                f"{tokens:,} tokens)")
     return results
 
 
@@ -178,6 +179,7 @@ def evaluate_cases(r: Reader, cases: Path, out_dir: Path | None = None, shift_to
     results = read_documents(agent, documents, batch)
     results.sort(key=lambda c: int(c.task_id.removeprefix("case-")))
     if out_dir is not None:
-        ev.write({"config": _config(r, agent, cases=str(cases)), "summary": ev.summarize(results),
-                  "suites": ev.suite_summary(results), "cases": [asdict(c) for c in results]}, Path(out_dir))  # fmt: skip
+        out = {"config": _config(r, agent, cases=str(cases)), "summary": ev.summarize(results),
+               "suites": ev.suite_summary(results), "cases": [asdict(c) for c in results]}
+        ev.write(out, Path(out_dir))
     return results

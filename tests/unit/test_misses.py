@@ -79,7 +79,8 @@ def test_rates_per_suite_in_the_summary_and_table():
     assert s["sub_em"] == pytest.approx(2 / 6) and s["interval"][0] < 2 / 6 < s["interval"][1]
     assert cases[1].memories == ("Nevada law.",)
     row = suites_table({"contracts": s}).splitlines()[-1]
-    assert row.startswith("| contracts | 6 | 33.3% (") and "| 25.0% | 25.0% | 25.0% | 50.0% (of 2) | 50.0% (of 2) |" in row
+    assert row.startswith("| contracts | 6 | 33.3% (")
+    assert row.endswith("| 25.0% | 25.0% | 25.0% | 50.0% (of 2) | 50.0% (of 2) |")
 
 
 def test_balanced_accuracy_of_yes_no_questions():

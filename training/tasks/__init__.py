@@ -65,8 +65,8 @@ from training.tasks.synthetic import curriculum_tasks, synthetic_tasks
 __all__ = [
     "ABSENT", "BOOKS_DIR", "CONTRACTS_DIR", "DATA_DIR", "DEFAULT_CURRICULUM", "HELD_OUT_BOOKS",
     "HELD_OUT_CONTRACTS", "KINDS", "NOT_IN_DOCUMENT", "NO_EVIDENCE_MEMORY", "OPEN", "SYNTHETIC_KINDS", "Split",
-    "TRAIN_BOOKS", "Task", "case_documents", "cases_tasks", "contract_ids", "contract_tasks", "corrections",
-    "count_tokens", "curriculum_tasks", "evidence_gains", "feedback_answer", "feedback_tasks",
+    "TRAIN_BOOKS", "Task", "case_documents", "case_rows", "cases_tasks", "contract_ids", "contract_tasks",
+    "corrections", "count_tokens", "curriculum_tasks", "evidence_gains", "feedback_answer", "feedback_tasks",
     "governing_law_variant", "load_book", "load_tasks", "oracle_answer", "oracle_memories", "question_echo",
     "save_tasks", "split_books", "synthetic_tasks", "with_answer_evidence", "with_doc_tokens",
 ]
