@@ -1,15 +1,12 @@
-"""Evaluation: read tasks with a memory agent in batched passes and score the final answers.
+"""Evaluation: score what a memory agent read, say where each miss happened, and report it.
 
-Reported per document length (held-out synthetic facts planted in a novel no training task reads)
-and per question category (held-out contracts), as strict sub-EM and exact match (training/verifier.py, the
-rules the RL reward pays by) and, for a Parties question, the fraction of its parties named,
-with aggregate reading speed, as a Markdown table, a PNG plot and a JSON file of every case.
-Any model is evaluated the same way: the caller hands over a `MemoryAgent` on whatever engine
-(in-process base, merged adapter, served model), so numbers are comparable across models.
-
-Tasks of one document are read in the same batch (they share its chunking, and with the
-`chunk-first` template the engine can share the chunk's prompt prefix); batches are filled with
-documents of similar length so that no batch waits for one long document.
+`evaluate` reads tasks in batched passes (a document's tasks together: they share its chunking, and with the
+`chunk-first` template the engine can share the chunk's prompt prefix); `case_result` scores one answer with
+the strict verifier (training/verifier.py, the rules the RL reward pays by), the fraction of parties named for
+a Parties question, and where a miss happened from the reading's memories (training/misses.py). Reported per
+suite and row (a document length, a question category) with n and a 95% interval, as a Markdown table, a PNG
+plot and a JSON file of every case and memory. `longread eval` (app/services/evaluation.py) feeds it the
+suites of training/suites.py read as uploads; any model is evaluated the same way, so numbers are comparable.
 """
 
 from __future__ import annotations
@@ -17,26 +14,22 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from inference.agent import MemoryAgent
 from training import misses
-from training.tasks import Task, contract_tasks, synthetic_tasks
-from training.tracking import Tracker, tracking_root
+from training.tasks import Task
+from training.tracking import Tracker
 from training.verifier import answer_kind, exact_match, party_recall, sub_em
-
-DEFAULT_LENGTHS: tuple[int | None, ...] = (2048, 8192, 32768, 131072, None)  # None: the whole book
 
 
 @dataclass(frozen=True)
 class CaseResult:
     task_id: str
-    suite: str  # "synthetic", "contracts" or "cases"
-    group: str  # the row it counts in: a length label or a contract category
+    suite: str  # "contracts", "clauses", "books", "synthetic" (training/suites.py) or "cases"
+    group: str  # the row it counts in: a length, a contract category, a question kind (suites.group_of)
     kind: str
     doc_tokens: int
     question: str
@@ -251,7 +244,7 @@ def plot(rows: Sequence[dict[str, Any]], path: Path, title: str = "") -> None:
                     label=f"{kind} exact")  # fmt: skip
         ax.set_xscale("log", base=2)
         ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel("document tokens (held-out novel)")
+        ax.set_xlabel("document tokens")
         ax.set_ylabel("accuracy")
         ax.set_title("planted facts")
         ax.grid(alpha=0.3)
@@ -265,7 +258,7 @@ def plot(rows: Sequence[dict[str, Any]], path: Path, title: str = "") -> None:
         ax.set_xticks(list(xs), [f"{lab}\n(n={r['n']})" for lab, r in zip(labels, contracts)], rotation=30,
                       ha="right", fontsize=7)  # fmt: skip
         ax.set_ylim(0, 1.02)
-        ax.set_title("held-out contracts")
+        ax.set_title("contracts")
         ax.grid(alpha=0.3, axis="y")
         ax.legend(fontsize=7)
     if title:
@@ -282,53 +275,6 @@ def facts_per_doc(doc_tokens: int | None, n: int) -> int:
     return n if doc_tokens is None else max(1, min(n, doc_tokens // 4096))
 
 
-def run(
-    agent: MemoryAgent,
-    out_dir: Path | None,
-    lengths: Sequence[int | None] = DEFAULT_LENGTHS,
-    n: int = 16,
-    kinds: Sequence[str] = ("single-needle",),
-    categories: Sequence[str] | None = None,
-    suites: Sequence[str] = ("synthetic", "contracts"),
-    seed: int = 0,
-    batch_size: int = 16,
-    label: str = "",
-    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
-    track: bool = True,
-) -> dict[str, Any]:
-    """Held-out synthetic tasks at each length and held-out contracts: read, score, write
-    results.json, table.md and plot.png into out_dir (when given) and log the scores to the experiment
-    tracker (`track`). Returns the results object."""
-    tokenizer = agent.engine.tokenizer
-    results: list[CaseResult] = []
-    timing = []
-    for suite in suites:
-        if suite == "synthetic":
-            for doc_tokens in lengths:
-                tasks = synthetic_tasks(tokenizer, "held-out", doc_tokens, n, seed=seed, kinds=kinds,
-                                        facts_per_doc=facts_per_doc(doc_tokens, n))  # fmt: skip
-                results += _timed(agent, tasks, suite, lambda t, d=doc_tokens: length_label(d), batch_size, log,
-                                  timing, length_label(doc_tokens))  # fmt: skip
-        elif suite == "contracts":
-            tasks = contract_tasks("held-out", categories, tokenizer=tokenizer)
-            results += _timed(agent, tasks, suite, lambda t: t.kind.removeprefix("contract:"), batch_size, log,
-                              timing, "contracts")  # fmt: skip
-        else:
-            raise ValueError(f"unknown suite {suite!r}: synthetic or contracts")
-    rows = summarize(results)
-    config = {"label": label, "agent": asdict(agent.config), "engine": agent.engine.name,
-              "lengths": [length_label(x) for x in lengths], "n": n, "kinds": list(kinds),
-              "categories": list(categories or []), "suites": list(suites), "seed": seed}  # fmt: skip
-    out = {"config": config, "summary": rows, "suites": suite_summary(results), "timing": timing,
-           "cases": [asdict(r) for r in results]}  # fmt: skip
-    if out_dir is not None:
-        write(out, Path(out_dir))
-    if track:
-        name = time.strftime("%Y%m%d-%H%M%S") + (f"-{Path(out_dir).name}" if out_dir is not None else "")
-        log_scores(out, tracking_root() / "eval" / name)
-    return out
-
-
 def log_scores(out: dict[str, Any], folder: Path) -> None:
     """An evaluation's scores in the experiment tracker: `SUITE/GROUP/KIND/sub_em` (and exact_match, n) and
     `speed/SET/tokens_per_s` at step 0, the table and the settings as text."""
@@ -340,19 +286,6 @@ def log_scores(out: dict[str, Any], folder: Path) -> None:
             tracker.scalars({"tokens_per_s": t["tokens_per_s"]}, 0, prefix=f"speed/{t['set']}/")
         tracker.text("results", markdown_table(out["summary"], out["config"]["label"]))
         tracker.text("config", f"```\n{json.dumps(out['config'], indent=2)}\n```")
-
-
-def _timed(agent: MemoryAgent, tasks: list[Task], suite: str, group: Callable[[Task], str], batch_size: int,
-           log: Callable[[str], None], timing: list, name: str) -> list[CaseResult]:  # fmt: skip
-    started = time.monotonic()
-    results = evaluate(agent, tasks, suite, group, batch_size, log)
-    seconds = time.monotonic() - started
-    read = sum(t.doc_tokens for t in tasks)
-    timing.append({"set": name, "questions": len(tasks), "seconds": round(seconds, 1),
-                   "document_tokens_read": read,
-                  "tokens_per_s": round(read / seconds, 1) if seconds else None})  # fmt: skip
-    log(f"{name}: {score(results)} in {seconds:.0f} s")
-    return results
 
 
 def write(out: dict[str, Any], out_dir: Path) -> None:

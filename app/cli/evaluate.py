@@ -1,4 +1,4 @@
-"""`longread eval`: score a model on the held-out suites or on a user's cases."""
+"""`longread eval`: score a reader on the dev or held-out suites, or on a user's cases, read as uploads."""
 
 from __future__ import annotations
 
@@ -12,77 +12,61 @@ from app.settings import Settings
 from app.supervisor import die_with_supervisor
 
 
-def _eval_settings(settings: Settings, args: argparse.Namespace) -> tuple[Settings, str]:
-    """Settings for the model under evaluation, and a label naming it."""
-    updates: dict = {}
-    if args.engine:
-        updates["engine"] = args.engine
-    if args.model:
-        updates["model"] = args.model
-    if args.openai_url:
-        if args.adapter:
-            raise SystemExit("longread eval: --adapter merges into a local model; a served model (--openai-url) "
-                             "must be served with its adapter")
-        updates.update(engine="openai", openai_base_url=args.openai_url)
-    if args.openai_model:
-        updates["openai_model"] = args.openai_model
-    model = updates.get("model", settings.model)
-    label = f"served {args.openai_model or ''} at {args.openai_url}".replace("  ", " ") if args.openai_url else model
-    if args.adapter:
-        from inference.adapters import merged_model
-        from inference.models import base_of, resolve_model_path
+def _reader(settings: Settings, args: argparse.Namespace):  # noqa: ANN202 - an evaluation.Reader
+    from app.services import evaluation
 
-        model = base_of(model)
-        base = resolve_model_path(model, settings.model_cache_dir)
-        updates["model"] = str(merged_model(base, Path(args.adapter), settings.model_cache_dir / "merged"))
-        label = f"{model} + {args.adapter}"
-    return Settings(**{**settings.model_dump(), **updates}), label
+    try:
+        return evaluation.reader(settings, model=args.model, adapter=args.adapter, engine=args.engine,
+                                 openai_url=args.openai_url, openai_model=args.openai_model,
+                                 chunk_tokens=args.chunk_tokens, memory_tokens=args.memory_tokens,
+                                 answer_tokens=args.answer_tokens, template_set=args.template)  # fmt: skip
+    except evaluation.EvalError as exc:
+        raise SystemExit(f"longread eval: {exc}") from None
 
 
 def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
-    from dataclasses import asdict
-
-    from app.services.llm import engine_for
-    from inference.agent import AgentConfig, MemoryAgent
+    from app.migrate import upgrade
+    from app.services import evaluation
     from training import evaluate as ev
-    from training.tasks import KINDS, case_documents, cases_tasks, with_doc_tokens
+    from training.tasks import KINDS, case_documents, case_rows
 
     die_with_supervisor()  # started by a training worker to evaluate a run: stop when it dies
-    settings, label = _eval_settings(settings, args)
-    config = AgentConfig(
-        chunk_tokens=args.chunk_tokens or settings.chunk_tokens,
-        memory_tokens=args.memory_tokens or settings.memory_tokens,
-        answer_tokens=args.answer_tokens or settings.answer_tokens,
-        template_set=args.template or settings.template_set,
-    )
-    batch = args.batch or settings.max_batch
+    if args.shift_tokens < 0:
+        raise SystemExit("longread eval: --shift-tokens must not be negative")
+    upgrade(settings.resolved_database_url)  # the reader the app serves is the database's active model version
     if args.cases:
-        tasks = cases_tasks(Path(args.cases))  # validate the file before starting an engine
-        agent = MemoryAgent(engine_for(settings), config)
-        tasks = with_doc_tokens(tasks, agent.engine.tokenizer)
-        results = ev.evaluate(agent, tasks, "cases", lambda t: "cases", batch)
-        out = ev.cases_json(results, case_documents(Path(args.cases)))
-        if args.out:
-            ev.write({"config": {"label": label, "agent": asdict(config), "engine": agent.engine.name,
-                                 "cases": args.cases},
-                      "summary": ev.summarize(results), "cases": [asdict(r) for r in results]},
-                     Path(args.out))  # fmt: skip
+        try:
+            case_rows(Path(args.cases))  # check the file before an engine starts
+        except ValueError as exc:
+            raise SystemExit(f"longread eval: {exc}") from None
+        try:
+            out_dir = Path(args.out) if args.out else None
+            results = evaluation.evaluate_cases(_reader(settings, args), Path(args.cases), out_dir, args.shift_tokens,
+                                                args.batch)  # fmt: skip
+        except evaluation.EvalError as exc:
+            raise SystemExit(f"longread eval: {exc}") from None
+        printed = ev.cases_json(results, case_documents(Path(args.cases)))
         if args.json:
-            print(json.dumps(out, ensure_ascii=False))
+            print(json.dumps(printed, ensure_ascii=False))
         else:
-            for c in out["cases"]:
+            for c in printed["cases"]:
                 print(f"{'✓' if c['correct'] else '✗'} {c['question']}\n  → {c['answer']}")
-            print(f"sub-EM {out['sub_em']:.1%}, exact match {out['exact_match']:.1%} on {len(results)} cases")
+            print(f"sub-EM {printed['sub_em']:.1%}, exact match {printed['exact_match']:.1%} on {len(results)} cases")
+            print(ev.suites_table(ev.suite_summary(results)), end="")
         return 0
     kinds = list(KINDS) if args.kinds == "all" else [k.strip() for k in args.kinds.split(",") if k.strip()]
-    categories = [c.strip() for c in args.categories.split(",") if c.strip()] if args.categories else None
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
-    agent = MemoryAgent(engine_for(settings), config)
+    categories = [c.strip() for c in args.categories.split(",") if c.strip()] if args.categories else None
     out_dir = Path(args.out or f"runs/eval/{time.strftime('%Y%m%d-%H%M%S')}")
-    out = ev.run(agent, out_dir, ev.parse_lengths(args.lengths), args.n, kinds, categories, suites, args.seed, batch,
-                 label)  # fmt: skip
+    try:
+        lengths = ev.parse_lengths(args.lengths) if args.lengths else None
+        out = evaluation.evaluate_suites(_reader(settings, args), suites, args.split, out_dir, args.limit,
+                                         args.shift_tokens, lengths, args.n, kinds, args.batch, categories)  # fmt: skip
+    except (evaluation.EvalError, ValueError) as exc:
+        raise SystemExit(f"longread eval: {exc}") from None
     if args.json:
-        print(json.dumps({"summary": out["summary"], "timing": out["timing"], "out": str(out_dir)}))
+        print(json.dumps({"summary": out["summary"], "suites": out["suites"], "timing": out["timing"],
+                          "out": str(out_dir)}))  # fmt: skip
     else:
         print((out_dir / "table.md").read_text(encoding="utf-8"))
         print(f"results, table and plot in {out_dir}/", file=sys.stderr)
@@ -93,36 +77,46 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     """eval"""
     ev = sub.add_parser(
         "eval",
-        help="score a model on held-out planted facts per length and contracts per category, or on --cases",
-        description="Held-out synthetic facts (novel pg37106) per document length and held-out contracts "
-        "(training/tasks: HELD_OUT_CONTRACTS) per question category: sub-EM and exact match as a "
-        "Markdown table, a PNG plot and results.json in --out. With --cases FILE.jsonl (one "
-        '{"document", "question", "answers"} a line) it scores that set instead.',
+        help="score a reader on the dev or held-out suites (contracts, clauses, books, planted facts), or on --cases",
+        description="Reads every document as an upload is read (the app's sandboxed parser, its chunking, the sizes, "
+        "template and engine a new reading gets, all of a document's questions in one pass) and scores the answers "
+        "(sub-EM, exact match), with where each miss happened: the evidence never entered the memory, was "
+        "overwritten, or the final memory held it and the answer missed it. Suites and their dev / held-out split: "
+        "training/suites.py; dev sets choose between readers, held-out sets are reported once per shipped reader. "
+        "Writes results.json (every case and memory), table.md and plot.png in --out. With --cases FILE.jsonl "
+        '(one {"document", "question", "answers"} a line; documents in any format an upload accepts) it scores '
+        "that set instead.",
     )
-    ev.add_argument("--cases", metavar="FILE.jsonl", help="a user's set instead of the held-out suites")
+    ev.add_argument("--cases", metavar="FILE.jsonl", help="a user's set instead of the suites")
+    ev.add_argument("--split", choices=["dev", "held-out"], default="dev",
+                    help="dev (to choose between readers; default) or held-out (to report a shipped reader)")
+    ev.add_argument("--suites", default="contracts,clauses,books,synthetic",
+                    help="comma-separated, of contracts, clauses, books, synthetic (default all)")
+    ev.add_argument("--limit", type=int, help="documents per suite (per length for synthetic), the first N")
+    ev.add_argument("--shift-tokens", type=int, default=0, metavar="N",
+                    help="move every chunk boundary N tokens later (robustness: compare with a run at 0)")
     ev.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     ev.add_argument("--out", metavar="DIR", help="where results.json, table.md and plot.png go "
                     "(default runs/eval/TIMESTAMP; with --cases only when given)")
-    ev.add_argument("--lengths", default="2048,8192,32768,131072,book",
-                    help="document lengths in tokens (8K style allowed), 'book' for the whole held-out novel")
-    ev.add_argument("--n", type=int, default=16, help="synthetic questions per length")
+    ev.add_argument("--lengths", help="planted-fact document lengths in tokens (8K style allowed), 'book' for a whole "
+                    "novel (default: 2K, 8K, 32K, 128K and book held out; 2K, 8K, 32K and book on dev)")
+    ev.add_argument("--n", type=int, default=16, help="planted-fact questions per length")
     ev.add_argument("--kinds", default="single-needle",
-                    help="synthetic task kinds, comma-separated, or 'all' (single-needle, multi-needle, "
+                    help="planted-fact kinds, comma-separated, or 'all' (single-needle, multi-needle, "
                     "multi-hop, variable-tracking); 'absent' asks for a fact the document does not hold (correct: "
                     "the answer says the document does not say)")
-    ev.add_argument("--categories", help="contract question categories, comma-separated (default all), "
+    ev.add_argument("--categories", help="contract or clause categories to ask, comma-separated (default all), "
                     "e.g. 'Governing Law'")
-    ev.add_argument("--suites", default="synthetic,contracts", help="synthetic, contracts, or both")
-    ev.add_argument("--seed", type=int, default=0, help="synthetic task seed (same seed, same tasks)")
     ev.add_argument("--model", help="'smollm2-reader' (bundled, trained), 'smollm2' (bundled, untrained) or a "
-                    "Hugging Face folder (default: settings)")
+                    "Hugging Face folder (default: the reader the app serves, the active model version)")
     ev.add_argument("--adapter", metavar="DIR", help="a peft LoRA folder, merged into the base once and cached")
     ev.add_argument("--engine", choices=["vllm-local", "transformers", "openai"], help="default: settings")
     ev.add_argument("--openai-url", help="evaluate a served model at this OpenAI-compatible base URL")
     ev.add_argument("--openai-model", help="model name on that server (default: its only model)")
-    ev.add_argument("--template", help="template set (default: settings)")
-    ev.add_argument("--chunk-tokens", type=int)
-    ev.add_argument("--memory-tokens", type=int)
-    ev.add_argument("--answer-tokens", type=int)
-    ev.add_argument("--batch", type=int, help="questions read together (default: settings' max_batch)")
+    ev.add_argument("--template", help="template set (default: what a new reading gets)")
+    ev.add_argument("--chunk-tokens", type=int, help="default: what a new reading gets")
+    ev.add_argument("--memory-tokens", type=int, help="default: what a new reading gets")
+    ev.add_argument("--answer-tokens", type=int, help="default: settings")
+    ev.add_argument("--batch", type=int, help="most questions of a document read together (default: all of them, "
+                    "as the app reads a document's questions)")
     ev.set_defaults(func=cmd_eval)

@@ -200,7 +200,7 @@ def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Ev
 
 def eval_commands(settings: Settings, config: dict[str, Any], model_args: list[str], out_dir: Path,
                   cases: Path | None) -> list[list[str]]:
-    """`longread eval` of one model on the run's held-out sets: synthetic tasks at the run's lengths (and
+    """`longread eval` of one model on the run's dev sets: synthetic tasks at the run's lengths (and
     kinds), then `--cases` for the held-out feedback when there is any. Both sides use the same engine and
     the run's reading sizes; a served model (engine `openai`) cannot load the candidate's adapter, so then
     both read in-process (`transformers`)."""
@@ -210,7 +210,9 @@ def eval_commands(settings: Settings, config: dict[str, Any], model_args: list[s
     base = [sys.executable, "-m", "app.cli", "eval", "--engine", engine, "--template", config["template_set"],
             "--chunk-tokens", str(config["chunk_tokens"]), "--memory-tokens", str(config["memory_tokens"]),
             "--answer-tokens", str(config["answer_tokens"]), *model_args]  # fmt: skip
-    commands = [base + ["--json", "--out", str(out_dir), "--suites", "synthetic", "--n", str(settings.eval_n),
+    # dev, not held out: this evaluation chooses between readers (held-out sets report the one shipped)
+    commands = [base + ["--json", "--out", str(out_dir), "--split", "dev", "--suites", "synthetic",
+                        "--n", str(settings.eval_n),
                         "--lengths", ",".join(map(str, lengths)),
                         "--kinds", ",".join(data.get("synthetic_kinds") or ["single-needle"])]]  # fmt: skip
     if cases is not None:
