@@ -33,7 +33,8 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     die_with_supervisor()  # started by a training worker to evaluate a run: stop when it dies
     if args.shift_tokens < 0:
         raise SystemExit("longread eval: --shift-tokens must not be negative")
-    upgrade(settings.resolved_database_url)  # the reader the app serves is the database's active model version
+    if not (args.model or args.adapter or args.openai_url):  # the reader the app serves: the active model version
+        upgrade(settings.resolved_database_url)
     if args.cases:
         try:
             case_rows(Path(args.cases))  # check the file before an engine starts
