@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request, Response, UploadFile, status
+from fastapi import APIRouter, Depends, Query, Request, Response, UploadFile, status
 from fastapi.responses import FileResponse, StreamingResponse
 from sqlalchemy.orm import Session
 
@@ -86,10 +86,12 @@ def get_document(document_id: int, settings: SettingsDep, user: UserDep) -> Docu
                404: {"description": "No such document or page, or the document is not a PDF"},
                422: {"description": "The page could not be rendered"}},
 )  # fmt: skip
-def get_page_image(document_id: int, page: int, settings: SettingsDep, user: UserDep) -> FileResponse:
+def get_page_image(document_id: int, page: int, settings: SettingsDep, user: UserDep,
+                   start: Annotated[int | None, Query(ge=0, description="a passage's first character")] = None,
+                   end: Annotated[int | None, Query(ge=0, description="the next one")] = None) -> FileResponse:
     """Page `page` (1-based) of a PDF document as an image, rendered once and cached: the page a
-    provenance passage is printed on."""
-    path = documents.page_image(settings, document_id, page, user=user)
+    provenance passage is printed on; with `start` and `end`, that passage is highlighted on it."""
+    path = documents.page_image(settings, document_id, page, start=start, end=end, user=user)
     return FileResponse(path, media_type="image/png", headers={"Cache-Control": "private, max-age=86400"})
 
 

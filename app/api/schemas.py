@@ -135,10 +135,13 @@ class SourceOut(_Out):
 
     part: Literal["memory", "answer"]
     sentence: str
+    via: str | None = Field(description="for a sentence of the answer, the sentence of the final memory it "
+                            "was answered from (its passage is that sentence's)")
     step: int | None = Field(description="the step where it entered the memory and stayed; None: no memory held it")
     origin: str | None = Field(description="`agent`, or `edited`: a person wrote the memory at that step")
     first_page: int | None
     last_page: int | None
+    page: int | None = Field(description="the page (or section) the passage starts on")
     passage_start: int | None = Field(description="the best-matching passage of that step's chunk: character "
                                       "offsets in the document's text")
     passage_end: int | None

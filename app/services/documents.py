@@ -263,13 +263,17 @@ def estimate_reading(token_count: int | None, settings: Settings, chunk_tokens: 
 # ---------------------------------------------------------------------------------------------
 
 
-def page_image(settings: Settings, document_id: int, page: int, *, user: UserView | None = None) -> Path:
+def page_image(settings: Settings, document_id: int, page: int, *, start: int | None = None, end: int | None = None,
+               user: UserView | None = None) -> Path:
     """The PNG of page `page` (1-based) of the document's own stored PDF, rendered once (in a limited
-    child process) and cached under the data directory. NotFound if there is no such document, it is
-    not a PDF, or it has no such page; PageRenderError if PDFium cannot render the page."""
+    child process) and cached under the data directory; with `start` and `end`, the part of the passage
+    text[start:end] printed on that page is highlighted. NotFound if there is no such document, it is not
+    a PDF, it has no such page, or the passage is not on it; PageRenderError if PDFium cannot render it."""
     with session_scope(settings.resolved_database_url) as s:
         doc = require_document(s, document_id, resolve_actor(s, settings, user))
-        fmt, sha256, pages = doc.format, doc.sha256, len(doc.page_starts or [])
+        fmt, sha256, starts = doc.format, doc.sha256, list(doc.page_starts or [])
+        text = (doc.text or "") if start is not None and end is not None else ""
+    pages = len(starts)
     if fmt != "pdf":
         raise NotFound(f"document {document_id} is not a PDF: it has no page images")
     if not 1 <= page <= pages:
@@ -279,7 +283,14 @@ def page_image(settings: Settings, document_id: int, page: int, *, user: UserVie
     src = blob_path(settings.blob_dir, sha256)
     if not src.is_file():
         raise NotFound(f"document {document_id} has no stored PDF")
-    dest = settings.data_dir / "pages" / sha256 / f"{page}@{PAGE_SCALE}.png"
+    name, highlight = f"{page}@{PAGE_SCALE}", None
+    if start is not None and end is not None:
+        on_page = (max(start, starts[page - 1]), min(end, starts[page] if page < pages else len(text)))
+        highlight = text[on_page[0] : on_page[1]].strip()
+        if not highlight:
+            raise NotFound(f"characters {start}–{end} of document {document_id} are not on page {page}")
+        name += f"-{on_page[0]}-{on_page[1]}"
+    dest = settings.data_dir / "pages" / sha256 / f"{name}.png"
     if not dest.is_file():
-        render_untrusted(src, page, dest)
+        render_untrusted(src, page, dest, highlight=highlight)
     return dest

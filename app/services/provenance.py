@@ -1,46 +1,44 @@
-"""Provenance: for each sentence of a reading's final memory and of its answer, the step where it
-entered the memory (and stayed), the pages of the chunk read at that step, and the sentence of that
-chunk that matches it best (whole, where the chunk cuts it): the passage a person checks it against.
+"""Provenance: for each sentence of a reading's final memory, the step where it entered the memory (and
+stayed), the pages of the chunk read at that step, and the sentence of that chunk that matches it best
+(whole, where the chunk cuts it): the passage a person checks it against. Each sentence of the answer
+follows the memory sentence it was answered from to that sentence's passage, so it points where the
+memory learnt it, not to another place where the same word occurs.
 
-Derived from the checkpoints alone, tolerant of small rewordings: sentences are compared as sets
-of normalised words (how much of one is found in the other), not as strings.
+Derived from the checkpoints alone, tolerant of small rewordings: sentences are compared as sets of
+normalised words (how much of one is found in the other), not as strings.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.db import session_scope
+from app.documents.base import page_of
 from app.services.readings import require_reading
+from app.services.sentences import sentences
 from app.services.users import UserView, resolve_actor
 from app.settings import Settings
 
+__all__ = ["Passage", "SourceView", "answer_passage", "best_passage", "entered_at", "passage_in_context",
+           "provenance", "sentences", "trace"]
+
 #: share of a sentence's words found in another for the two to count as the same
 SAME = 0.7
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+#: share of a question's words a memory sentence must hold to be where an answer that quotes no memory
+#: sentence ("Yes") came from
+ON_TOPIC = 0.5
 _WORD = re.compile(r"\w+")
-
-
-def sentences(text: str | None) -> list[tuple[int, int]]:
-    """(start, end) character spans of the sentences of `text` (ends: . ! ? ; before whitespace, or line
-    breaks), surrounding whitespace left out."""
-    spans, start = [], 0
-    text = text or ""
-    for m in [*_SENTENCE_END.finditer(text), None]:
-        end = m.start() if m else len(text)
-        piece = text[start:end]
-        if piece.strip():
-            lead = len(piece) - len(piece.lstrip())
-            spans.append((start + lead, start + len(piece.rstrip())))
-        if m:
-            start = m.end()
-    return spans
+_SUFFIX = re.compile(r"(?<=\w{4})(?:ing|ed|es|s)$")
+#: words that say nothing about which sentence a question is about
+_FILLER = frozenset("""a an the of to in on at by for from with as and or is are was were be been this that these
+    those it its what which who whom whose when where how does do did any there their they such""".split())
 
 
 def words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(text)}
+    """The words of `text`, lower-case, with a plain ending cut ("governs", "governed" → "govern")."""
+    return {_SUFFIX.sub("", w.lower()) for w in _WORD.findall(text)}
 
 
 def found_in(sentence: set[str], other: set[str]) -> float:
@@ -70,7 +68,8 @@ REACH = 400
 
 def best_passage(sentence: str, text: str, start: int, end: int) -> tuple[int, int, float]:
     """Of the document's sentences that overlap the chunk text[start:end] (whole, even where the chunk
-    cuts them), the one holding most of `sentence`'s words: its span in `text`, and how much it holds."""
+    cuts them), the one holding most of `sentence`'s words (the shorter of two that hold as much): its
+    span in `text`, and how much it holds."""
     w = words(sentence)
     left = max(0, start - REACH)
     window = text[left : min(len(text), end + REACH)]
@@ -80,9 +79,64 @@ def best_passage(sentence: str, text: str, start: int, end: int) -> tuple[int, i
         if b <= start or a >= end:
             continue
         score = found_in(w, words(text[a:b]))
-        if score > best[2]:
+        if score > best[2] or (score == best[2] > 0 and b - a < best[1] - best[0]):
             best = (a, b, score)
     return best
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Where one sentence came from, in the document's own terms."""
+
+    #: `memory` (a sentence of the final memory) or `answer`
+    part: str
+    sentence: str
+    #: for an answer's sentence, the sentence of the final memory it was answered from
+    via: str | None
+    #: the step where it (or `via`) entered the memory and stayed; None: no memory held it
+    step: int | None
+    #: the best-matching passage of that step's chunk (character offsets in the text) and the share of the
+    #: sentence's words it holds
+    start: int | None
+    end: int | None
+    score: float
+
+
+def _answered_from(sentence: str, question: str, memory: list[str]) -> int | None:
+    """Which sentence of the final memory an answer's sentence came from: the one that holds most of its
+    words, the question's words breaking ties ("Delaware": the sentence about governing law, not the one
+    about an address); for an answer that quotes none ("Yes"), the one most about the question."""
+    said, asked = words(sentence), words(question) - _FILLER
+    held = [(found_in(said, words(m)), found_in(asked, words(m))) for m in memory]
+    best = max(range(len(memory)), key=lambda i: held[i], default=None)
+    if best is not None and held[best][0] >= SAME:
+        return best
+    best = max(range(len(memory)), key=lambda i: held[i][1], default=None)
+    return best if best is not None and held[best][1] >= ON_TOPIC else None
+
+
+def trace(text: str, chunks: Sequence[tuple[int, int]], memories: Sequence[str], question: str,
+          answer: str | None) -> list[Trace]:
+    """Where each sentence of the final memory, then of the answer, came from. `chunks[k - 1]` is the
+    character span of the document (`text`) read at step k, `memories[k - 1]` the memory written there."""
+    final = memories[-1] if memories else ""
+    out = []
+    for a, b in sentences(final):
+        sentence = final[a:b]
+        k = entered_at(sentence, memories)
+        if k is None:
+            out.append(Trace("memory", sentence, None, None, None, None, 0.0))
+            continue
+        start, end, score = best_passage(sentence, text, *chunks[k - 1])
+        out.append(Trace("memory", sentence, None, k, start, end, round(score, 3)))
+    memory = [t.sentence for t in out]
+    for a, b in sentences(answer):
+        i = _answered_from(answer[a:b], question, memory)
+        if i is None:
+            out.append(Trace("answer", answer[a:b], None, None, None, None, 0.0))
+        else:
+            out.append(replace(out[i], part="answer", sentence=answer[a:b], via=memory[i]))
+    return out
 
 
 @dataclass(frozen=True)
@@ -90,12 +144,16 @@ class SourceView:
     #: `memory` (a sentence of the final memory) or `answer`
     part: str
     sentence: str
+    #: for an answer's sentence, the sentence of the final memory it was answered from
+    via: str | None
     #: the step where it entered the memory and stayed; None: no memory held it
     step: int | None
     #: who wrote the memory at that step: `agent`, or `edited` (then it came from a person, not the chunk)
     origin: str | None
     first_page: int | None
     last_page: int | None
+    #: the page (or section) the passage starts on
+    page: int | None
     #: the best-matching passage of that step's chunk: character offsets in the document, its text, and
     #: the share of the sentence's words it holds
     passage_start: int | None
@@ -107,25 +165,58 @@ class SourceView:
 def provenance(settings: Settings, reading_id: int, *, user: UserView | None = None) -> list[SourceView]:
     """Where each sentence of the reading's final memory and of its answer came from (NotFound if no
     reading, or not the user's)."""
+    return _sources(settings, reading_id, user)[1]
+
+
+def _sources(settings: Settings, reading_id: int, user: UserView | None) -> tuple[int, list[SourceView]]:
+    """The reading's document id, and where each sentence of its final memory and its answer came from."""
     with session_scope(settings.resolved_database_url) as s:
         r = require_reading(s, reading_id, resolve_actor(s, settings, user))
-        steps = r.timeline()
-        text = r.document.text or ""
-        answer = r.answer
-    memories = [c.memory for c in steps]
-    parts = [("memory", memories[-1][a:b]) for a, b in sentences(memories[-1])] if memories else []
-    parts += [("answer", answer[a:b]) for a, b in sentences(answer)] if answer else []
+        steps = [(c.start_char, c.end_char, c.memory, c.origin or "agent", c.first_page, c.last_page)
+                 for c in r.timeline()]  # fmt: skip
+        document_id, question, answer = r.document_id, r.question, r.answer
+        text, starts = r.document.text or "", list(r.document.page_starts or [0])
     out = []
-    for part, sentence in parts:
-        k = entered_at(sentence, memories)
-        if k is None:
-            out.append(SourceView(part, sentence, None, None, None, None, None, None, None, 0.0))
+    for t in trace(text, [(a, b) for a, b, *_ in steps], [m for _, _, m, *_ in steps], question, answer):
+        if t.step is None:
+            out.append(SourceView(t.part, t.sentence, t.via, None, None, None, None, None, None, None, None, 0.0))
             continue
-        c = steps[k - 1]
-        a, b, score = best_passage(sentence, text, c.start_char, c.end_char)
-        out.append(SourceView(part, sentence, k, c.origin or "agent", c.first_page, c.last_page, a, b, text[a:b],
-                              round(score, 3)))
-    return out
+        _, _, _, origin, first, last = steps[t.step - 1]
+        out.append(SourceView(t.part, t.sentence, t.via, t.step, origin, first, last, page_of(starts, t.start),
+                              t.start, t.end, text[t.start : t.end], t.score))  # fmt: skip
+    return document_id, out
+
+
+@dataclass(frozen=True)
+class Passage:
+    """The passage of the document a reading's answer came from."""
+
+    reading_id: int
+    document_id: int
+    #: the step whose chunk it is in (where the memory sentence the answer came from entered the memory)
+    step: int
+    #: the page (or section) it starts on, 1-based
+    page: int
+    #: its characters in the document's text, [start, end)
+    start: int
+    end: int
+    text: str
+    #: the sentence of the final memory the answer came from
+    memory_sentence: str
+    #: the share of that sentence's words the passage holds
+    score: float
+
+
+def answer_passage(settings: Settings, reading_id: int, *, user: UserView | None = None) -> Passage | None:
+    """The passage the reading's answer came from (the best-sourced of its sentences); None while it has no
+    answer, or when no memory sentence held it. NotFound if no reading, or not the user's."""
+    document_id, sources = _sources(settings, reading_id, user)
+    sources = [x for x in sources if x.part == "answer" and x.step is not None]
+    if not sources:
+        return None
+    x = max(sources, key=lambda x: x.score)
+    return Passage(reading_id, document_id, x.step, x.page, x.passage_start, x.passage_end, x.passage, x.via,
+                   x.score)
 
 
 def passage_in_context(settings: Settings, reading_id: int, start: int, end: int,

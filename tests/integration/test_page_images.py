@@ -85,3 +85,63 @@ def test_a_page_that_cannot_be_rendered_is_a_clear_error(tmp_path):
     with pytest.raises(PageRenderError, match="could not be rendered"):
         render_untrusted(broken, 1, tmp_path / "out" / "1.png")
     assert not list((tmp_path / "out").iterdir())  # nothing half-written is left to be served
+
+
+def _yellow_share(image, box: tuple[float, float, float, float]) -> float:
+    """The share of the pixels inside `box` (pixels: left, top, right, bottom) that are the highlight's
+    yellow, over paper or ink."""
+    left, top, right, bottom = (round(v) for v in box)
+    pixels = [image.getpixel((x, y)) for x in range(left, right) for y in range(top, bottom)]
+    return sum(r > 150 and g > 110 and r - b > 70 for r, g, b in pixels) / len(pixels)
+
+
+def test_a_passage_is_highlighted_on_its_page_where_pdfium_prints_it(settings):
+    from PIL import Image
+
+    from app.services.sentences import sentences
+
+    data = CONTRACT.read_bytes()
+    doc, _ = documents.add_document(settings, "contract.pdf", data)
+    page_map = documents.show_document(settings, doc.id).page_map
+    text = doc_text(settings, doc.id)
+    start2, start3 = page_map[1].start, page_map[2].start
+    # a sentence of page 2 long enough to run over more than one line, and another further down the page
+    spans = [(start2 + a, start2 + b) for a, b in sentences(text[start2:start3]) if b - a > 150]
+    (a, b), (other_a, other_b) = spans[0], spans[-1]
+    pdf = pdfium.PdfDocument(io.BytesIO(data))
+    textpage, height = pdf[1].get_textpage(), pdf[1].get_height()
+
+    def pixel_rects(passage_text: str) -> list[tuple[float, float, float, float]]:
+        """PDFium's own rectangles for the first words of a passage, found by PDFium's search."""
+        found = textpage.search(" ".join(passage_text.split()[1:5])).get_next()
+        assert found, passage_text[:80]
+        index, count = found
+        rects = [textpage.get_rect(i) for i in range(textpage.count_rects(index, count))]
+        return [(x0 * SCALE + 1, (height - y1) * SCALE + 1, x1 * SCALE - 1, (height - y0) * SCALE - 1)
+                for x0, y0, x1, y1 in rects]  # fmt: skip
+
+    with TestClient(create_app(settings)) as client:
+        marked = client.get(f"/api/documents/{doc.id}/pages/2.png", params={"start": a, "end": b})
+        plain = client.get(f"/api/documents/{doc.id}/pages/2.png")
+        assert marked.status_code == plain.status_code == 200, marked.text
+        assert marked.content == render_png(CONTRACT, 2, highlight=text[a:b]) != plain.content
+        marked_img = Image.open(io.BytesIO(marked.content)).convert("RGB")
+        plain_img = Image.open(io.BytesIO(plain.content)).convert("RGB")
+        for box in pixel_rects(text[a:b]):
+            assert _yellow_share(marked_img, box) > 0.6, box  # the passage is marked where it is printed
+            assert _yellow_share(plain_img, box) < 0.01, box
+        for box in pixel_rects(text[other_a:other_b]):
+            assert _yellow_share(marked_img, box) < 0.01, box  # and nowhere else
+        # characters that are not on that page: 404; the highlighted page is cached beside the plain one
+        assert client.get(f"/api/documents/{doc.id}/pages/1.png", params={"start": a, "end": b}).status_code == 404
+        assert client.get(f"/api/documents/{doc.id}/pages/2.png", params={"start": -1, "end": b}).status_code == 422
+    cached = {p.name for p in (settings.data_dir / "pages" / doc_sha(settings, doc.id)).iterdir()}
+    assert {f"2@{SCALE}.png", f"2@{SCALE}-{a}-{b}.png"} <= cached
+
+
+def doc_text(settings: Settings, document_id: int) -> str:
+    from app.db import session_scope
+    from app.models import Document
+
+    with session_scope(settings.resolved_database_url) as s:
+        return s.get(Document, document_id).text
