@@ -26,9 +26,9 @@ __all__ = ["Passage", "SourceView", "answer_passage", "best_passage", "entered_a
 
 #: share of a sentence's words found in another for the two to count as the same
 SAME = 0.7
-#: share of a question's words a memory sentence must hold to be where an answer that quotes no memory
-#: sentence ("Yes") came from
-ON_TOPIC = 0.5
+#: share of a question's words a memory sentence must hold to be where a yes or no answer came from
+ON_TOPIC = 0.34
+_YES_NO = frozenset({"yes", "no", "not", "true", "false", "none"})
 _WORD = re.compile(r"\w+")
 _SUFFIX = re.compile(r"(?<=\w{4})(?:ing|ed|es|s)$")
 #: words that say nothing about which sentence a question is about
@@ -37,8 +37,13 @@ _FILLER = frozenset("""a an the of to in on at by for from with as and or is are
 
 
 def words(text: str) -> set[str]:
-    """The words of `text`, lower-case, with a plain ending cut ("governs", "governed" → "govern")."""
-    return {_SUFFIX.sub("", w.lower()) for w in _WORD.findall(text)}
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def _stems(text: str) -> set[str]:
+    """The words of `text` with a plain ending cut ("governs", "governed" → "govern"): what a question and
+    a memory sentence about it share."""
+    return {_SUFFIX.sub("", w) for w in words(text)}
 
 
 def found_in(sentence: set[str], other: set[str]) -> float:
@@ -105,14 +110,16 @@ class Trace:
 def _answered_from(sentence: str, question: str, memory: list[str]) -> int | None:
     """Which sentence of the final memory an answer's sentence came from: the one that holds most of its
     words, the question's words breaking ties ("Delaware": the sentence about governing law, not the one
-    about an address); for an answer that quotes none ("Yes"), the one most about the question."""
-    said, asked = words(sentence), words(question) - _FILLER
-    held = [(found_in(said, words(m)), found_in(asked, words(m))) for m in memory]
+    about an address); for a yes or no answer, the one most about the question."""
+    said, asked = words(sentence), _stems(question) - _FILLER
+    held = [(found_in(said, words(m)), found_in(asked, _stems(m))) for m in memory]
     best = max(range(len(memory)), key=lambda i: held[i], default=None)
-    if best is not None and held[best][0] >= SAME:
+    if best is None or held[best][0] >= SAME:
         return best
-    best = max(range(len(memory)), key=lambda i: held[i][1], default=None)
-    return best if best is not None and held[best][1] >= ON_TOPIC else None
+    if not said or not said <= _YES_NO:
+        return None
+    best = max(range(len(memory)), key=lambda i: held[i][1])
+    return best if held[best][1] >= ON_TOPIC else None
 
 
 def trace(text: str, chunks: Sequence[tuple[int, int]], memories: Sequence[str], question: str,
