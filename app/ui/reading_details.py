@@ -4,7 +4,6 @@ the feedback on its answer."""
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -135,27 +134,28 @@ def build_reading_details(settings: Settings, me: Callable[[], UserView | None])
                  (pages_label(x.first_page, x.last_page, doc.page_unit, labels)
                   + (" (memory edited there)" if x.origin == "edited" else "")) if x.step else "not in the memory"]
                 for x in sources]  # fmt: skip
-        starts = [p.start for p in doc.page_map or []] if doc.format == "pdf" else []
-        keep = [[x.passage_start, x.passage_end, x.step, doc.id,
-                 bisect.bisect_right(starts, x.passage_start) if starts and x.passage_start is not None else None]
+        keep = [[x.passage_start, x.passage_end, x.step, doc.id, x.page if doc.format == "pdf" else None, x.via]
                 for x in sources]  # fmt: skip
         note = "Choose a sentence to see the passage it came from." if rows else "No memory yet."
         return rows, keep, [], note, gr.update(value="", visible=False)
 
     def on_source(evt: gr.SelectData, reading_id: int | None, kept: list | None):
         """The chosen sentence's passage, highlighted in its place in the document; for a PDF, beside it
-        the page it is printed on, as an image (GET /api/documents/{id}/pages/{n}.png)."""
+        the page it is printed on, as an image with the passage marked (GET /api/documents/{id}/pages/{n}.png)."""
         row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
         if reading_id is None or not kept or row >= len(kept) or kept[row][0] is None:
             return ([], "That sentence is in no memory the agent wrote, so it has no passage.",
                     gr.update(value="", visible=False))  # fmt: skip
-        start, end, k, document_id, page = (kept[row] + [None, None])[:5]
+        start, end, k, document_id, page, via = (kept[row] + [None] * 6)[:6]
         before, passage, after = provenance.passage_in_context(settings, reading_id, start, end, user=me())
-        note = f"The passage of step {k}'s chunk that matches it best (characters {start:,}–{end:,})"
+        note = (f"Answered from the memory's sentence “{text_md(' '.join(via.split()))}”, which entered the memory "
+                f"at step {k}: the passage of that step's chunk it came from" if via else
+                f"The passage of step {k}'s chunk that matches it best")  # fmt: skip
+        note += f" (characters {start:,}–{end:,})"
         image = gr.update(value="", visible=False)
         if page:
-            note += f", printed on page {int(page)} of the PDF (beside it)"
-            image = gr.update(value=page_image_html(int(document_id), int(page)), visible=True)
+            note += f", printed on page {int(page)} of the PDF (beside it, highlighted)"
+            image = gr.update(value=page_image_html(int(document_id), int(page), int(start), int(end)), visible=True)
         return [(before, None), (passage, "source"), (after, None)], note + ".", image
 
     def load_branches(reading_id: int | None):
