@@ -17,11 +17,13 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from inference.templates import TEMPLATE_SETS
+from training.evidence_tasks import GROUPS
 from training.tasks import SYNTHETIC_KINDS
 
 Kind = Literal[SYNTHETIC_KINDS]  # type: ignore[valid-type]  # the tuple spreads into Literal's values
 #: An adapter named by the sha256 of its adapter_model.safetensors (training/weights.py finds it).
 AdapterDigest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
+EvidenceGroup = Literal[GROUPS]  # type: ignore[valid-type]
 
 
 class DataConfig(BaseModel):
@@ -65,11 +67,25 @@ class DataConfig(BaseModel):
         0.25, ge=0.0, le=1.0, description="Share of samples drawn from readers' feedback (when `feedback` is "
         "given): its own share, since a few readers' questions would be lost among hundreds of contract ones."
     )
+    evidence_groups: list[EvidenceGroup] = Field(
+        [], description="Real questions with their evidence (training/evidence_tasks.py), drawn in turn, each as often "
+        "as it is listed: `contract-extract` (the 8 extraction categories of contracts-train), `contract-clause` (its "
+        "33 yes/no clause categories, Yes and No equally often), `book` (questions on the training novels), `planted` "
+        "(planted facts), `absent` (questions the document does not answer). Real documents are cut to windows of "
+        "the curriculum's length around their evidence; the clauses suite's contracts are never read. Empty for none.")
+    mix_evidence: float = Field(
+        1.0, ge=0.0, le=1.0, description="Share of samples drawn from `evidence_groups` (when given); the rest come "
+        "from the sources above in their shares.")
 
     @model_validator(mode="after")
     def _something(self) -> DataConfig:
-        if not (self.synthetic_kinds or self.contracts or self.qa_files or self.feedback):
-            raise ValueError("data selects nothing: enable synthetic_kinds, contracts, qa_files or feedback")
+        others = bool(self.synthetic_kinds or self.contracts or self.qa_files or self.feedback)
+        if not (others or self.evidence_groups):
+            raise ValueError("data selects nothing: enable synthetic_kinds, contracts, qa_files, feedback or "
+                             "evidence_groups")
+        if self.evidence_groups and self.mix_evidence < 1 and not others:
+            raise ValueError(f"mix_evidence is {self.mix_evidence:g} but no other source is on: set it to 1 or "
+                             "enable synthetic_kinds, contracts, qa_files or feedback")
         if self.feedback and (self.contracts or self.qa_files) and self.mix_contracts + self.mix_feedback > 1:
             raise ValueError(f"mix_contracts + mix_feedback is {self.mix_contracts + self.mix_feedback:g}: "
                              "together they are a share of the samples, at most 1; lower one")

@@ -1,7 +1,9 @@
 """What a training step reads: tasks drawn from the config's sources, deterministically by step.
 
 Synthetic tasks follow the length curriculum; contract and QA-file tasks are mixed in at `mix_contracts`,
-feedback tasks at `mix_feedback`. Only training splits are used (held-out books and contracts never appear here).
+feedback tasks at `mix_feedback`; real-evidence groups (training/evidence_tasks.py) take `mix_evidence` of the
+samples when a config names them, their documents cut to the curriculum's length. Only training splits are used
+(held-out books and contracts never appear here).
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from inference.agent import AgentConfig
 from training.config import DataConfig
+from training.evidence_tasks import EvidenceTasks
 from training.tasks import Task, cases_tasks, contract_tasks, feedback_tasks, governing_law_variant, synthetic_tasks
 
 GOVERNING_LAW = "contract:Governing Law"
@@ -33,9 +37,16 @@ def doc_tokens_at(curriculum: list[tuple[int, int]], step: int) -> int:
 class TaskSource:
     """`draw(step, n)`: the same n tasks for the same step, whoever asks and whenever (resumable)."""
 
-    def __init__(self, data: DataConfig, tokenizer: Any, seed: int, documents: Callable[[Any], str] | None = None):
-        """`documents` looks up a feedback line's document text by its id (the app's database)."""
+    def __init__(self, data: DataConfig, tokenizer: Any, seed: int, documents: Callable[[Any], str] | None = None,
+                 reading: AgentConfig | None = None):
+        """`documents` looks up a feedback line's document text by its id (the app's database); `reading` is the
+        trained chunk, memory and answer sizes, which real-evidence tasks are cut and filtered to."""
         self.data, self.tokenizer, self.seed = data, tokenizer, seed
+        self.evidence: EvidenceTasks | None = None
+        if data.evidence_groups:
+            if reading is None:
+                raise ValueError("evidence_groups need the reading sizes (chunk, memory and answer tokens)")
+            self.evidence = EvidenceTasks(tokenizer, reading.chunk_tokens, reading.memory_tokens, reading.answer_tokens)
         self.pool: list[Task] = []  # contract and QA-file tasks, drawn uniformly
         self.feedback: list[Task] = []  # readers' feedback, drawn uniformly at its own share
         if data.contracts:
@@ -60,6 +71,16 @@ class TaskSource:
         return (weights[0] / total, weights[1] / total, weights[2] / total)
 
     def draw(self, step: int, n: int) -> list[Task]:
+        if self.evidence is None:
+            return self._draw(step, n)
+        rng = random.Random(f"{self.seed}:{step}:evidence")  # its own stream: the other sources draw as before
+        mine = sum(rng.random() < self.data.mix_evidence for _ in range(n))
+        tasks = self.evidence.draw(self.data.evidence_groups, step * n, mine, rng,
+                                   doc_tokens_at(self.data.curriculum, step))  # fmt: skip
+        return tasks + (self._draw(step, n - mine) if mine < n else [])
+
+    def _draw(self, step: int, n: int) -> list[Task]:
+        """`n` tasks of the feedback, contract and QA, and synthetic sources, in their shares."""
         rng = random.Random(f"{self.seed}:{step}")
         sources = rng.choices(range(3), weights=self.shares(), k=n)
         tasks = [rng.choice(self.feedback) for s in sources if s == 0]

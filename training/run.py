@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from inference.agent import AgentConfig
 from training.config import TrainConfig
 from training.data import TaskSource
 from training.trainer import Trainer, init_distributed
@@ -26,7 +27,8 @@ def train(config: TrainConfig, run_dir: Path, model_path: Path, *, resume: bool 
 
     init_distributed()  # under `accelerate launch` / torchrun: one process per device
     deadline = time.monotonic() + 60 * max_minutes if max_minutes else None
-    source = TaskSource(config.data, AutoTokenizer.from_pretrained(model_path), config.seed, documents)
+    source = TaskSource(config.data, AutoTokenizer.from_pretrained(model_path), config.seed, documents,
+                        reading=AgentConfig.of(config))
     rollouts = None
     if config.rollout_engine == "vllm":
         from training.rollout_server import VLLMRollouts

@@ -1,0 +1,159 @@
+"""Training tasks on real evidence (training/evidence_tasks.py), with the real tokenizer, contracts and novels: the
+oracle's memory stays empty until the chunk that holds the evidence and keeps it after; clauses answer Yes with
+the clause as evidence and No with nothing; the groups are drawn equally often; the clauses suite's contracts and
+Little Women are never read."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from inference.agent import AgentConfig
+from inference.chunking import split_into_chunks
+from training.config import load_config
+from training.data import TaskSource
+from training.evidence_tasks import (
+    CONTRACTS_TRAIN_DIR,
+    GROUPS,
+    EvidenceTasks,
+    book_questions,
+    clause_excerpt,
+)
+from training.tasks import (
+    ABSENT,
+    BOOKS_DIR,
+    HELD_OUT_BOOKS,
+    KINDS,
+    NO_EVIDENCE_MEMORY,
+    TRAIN_BOOKS,
+    Task,
+    load_book,
+    oracle_answer,
+    oracle_memories,
+    with_answer_evidence,
+)
+
+CHUNK, WINDOW = 1024, 4096
+CASES = {r["id"]: r for r in map(json.loads, (CONTRACTS_TRAIN_DIR / "cases.jsonl").read_text().splitlines())}
+#: A stand-in for the clauses suite's contracts: every seventh id.
+EXCLUDED = frozenset(sorted(CASES)[::7])
+CONFIG = Path(__file__).resolve().parents[2] / "training" / "configs" / "small-sft-real.toml"
+
+
+@pytest.fixture(scope="module")
+def source(tokenizer):
+    return EvidenceTasks(tokenizer, CHUNK, memory_tokens=128, answer_tokens=32, exclude_contracts=EXCLUDED)
+
+
+def group_of(task: Task) -> str:
+    if task.kind.startswith("contract:"):
+        return "contract-extract"
+    if task.kind.startswith("clause:") or (task.kind == ABSENT and task.id.startswith("cuad-train-")):
+        return "contract-clause"
+    if task.kind.startswith("book:"):
+        return "book"
+    return "planted" if task.kind in KINDS else "absent" if task.kind == ABSENT else task.kind
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _draw(source: EvidenceTasks, group: str, n: int, seed: int = 0) -> list[Task]:
+    return source.draw([group], 0, n, random.Random(seed), WINDOW)
+
+
+@pytest.mark.parametrize("group", ["contract-extract", "contract-clause", "book"])
+def test_the_evidence_lies_in_the_chunk_where_the_memory_first_fills_and_stays(source, tokenizer, group):
+    first_chunks = Counter()
+    for task in _draw(source, group, 24, seed=1):
+        if not task.evidence:  # a No clause: test_no_clause_tasks_...
+            continue
+        assert task.doc_tokens <= WINDOW
+        chunks = split_into_chunks(task.document, tokenizer, CHUNK)
+        memories = oracle_memories(task, [c.text(task.document) for c in chunks])
+        k = next(i for i, m in enumerate(memories) if m != NO_EVIDENCE_MEMORY)
+        assert set(memories[:k]) <= {NO_EVIDENCE_MEMORY}
+        first = min(task.evidence, key=lambda e: task.document.find(e) + len(e))  # the evidence read first
+        at = task.document.find(first)
+        assert chunks[k].start_char <= at and at + len(first) <= chunks[k].end_char, (task.id, k)
+        for memory in memories[k:]:  # held from its chunk to the end
+            assert _squash(first) in memory
+        for e in task.evidence:  # every evidence is in the window and in the final memory
+            assert e in task.document and _squash(e) in memories[-1]
+        first_chunks[k] += 1
+    # Not always the first chunk: a novel's evidence lands in any of the window's four; a contract's title and
+    # parties come first in it, where only the window's first chunk can hold them.
+    assert len(first_chunks) >= (WINDOW // CHUNK if group == "book" else 2), first_chunks
+
+
+def test_yes_clause_tasks_answer_yes_with_the_marked_clause_as_evidence(source):
+    yes = [q for q in source.questions["contract-clause"] if q.answers == ("Yes",)]
+    assert len(yes) > 2000
+    for q in yes:
+        category = q.kind.removeprefix("clause:")
+        qa = next(qa for qa in CASES[q.source]["qa"] if qa["category"] == category)
+        assert qa["kind"] == "yes-no" and qa["answer"] == "Yes"
+        (evidence,) = q.evidence
+        assert evidence in {clause_excerpt(e) for e in qa["evidence"]} and evidence in source.texts[q.source]
+    drawn = [t for t in _draw(source, "contract-clause", 40, seed=2) if t.answers == ("Yes",)]
+    assert drawn
+    for t in drawn:
+        assert oracle_answer(t) == "\\boxed{Yes}"
+        assert _squash(t.evidence[0]) in oracle_memories(t, [t.document])[-1]
+
+
+def test_no_clause_tasks_answer_no_and_the_memory_stays_empty(source, tokenizer):
+    drawn = [t for t in _draw(source, "contract-clause", 40, seed=3) if t.answers == ("No",)]
+    assert drawn
+    for t in drawn:
+        contract, slug = t.id.split(":")
+        qa = next(qa for qa in CASES[contract]["qa"] if re.sub(r"[^a-z0-9]+", "-", qa["category"].lower()) == slug)
+        assert (qa["kind"], qa["answer"], t.evidence) == ("yes-no", "No", ())
+        assert with_answer_evidence(t) is t  # the trainer does not take the word "No" in the text as evidence
+        chunks = [c.text(t.document) for c in split_into_chunks(t.document, tokenizer, CHUNK)]
+        assert set(oracle_memories(t, chunks)) == {NO_EVIDENCE_MEMORY}
+        assert oracle_answer(t) == "\\boxed{No}"
+
+
+def test_groups_are_drawn_equally_often_and_clauses_yes_and_no_alike(source):
+    counts = source.counts()
+    assert counts["contract-clause:Yes"] + counts["contract-clause:No"] == counts["contract-clause"]
+    assert counts["contract-extract"] > 1400 and counts["contract-clause:Yes"] > 2000 and counts["book"] > 300
+    tasks = source.draw(GROUPS, 0, 30, random.Random(4), WINDOW)
+    assert Counter(map(group_of, tasks)) == {g: 6 for g in GROUPS}
+    answers = Counter(t.answers[0] for t in _draw(source, "contract-clause", 60, seed=5))
+    assert set(answers) == {"Yes", "No"} and 18 <= answers["Yes"] <= 42  # half and half, not one in five
+
+
+def test_excluded_contracts_are_never_read(source):
+    held = [cid for cid in EXCLUDED if any(qa["kind"] == "yes-no" for qa in CASES[cid]["qa"])]
+    assert len(held) == len(EXCLUDED) > 50  # each has questions that could have been drawn
+    assert not EXCLUDED & source.texts.keys()
+    assert not {q.source for g in GROUPS for q in source.questions[g]} & EXCLUDED
+    drawn = source.draw(["contract-extract", "contract-clause"], 0, 120, random.Random(6), WINDOW)
+    assert not {t.id.split(":")[0] for t in drawn} & EXCLUDED
+
+
+def test_the_held_out_book_is_never_read(source):
+    with pytest.raises(ValueError, match="held out"):
+        book_questions(HELD_OUT_BOOKS)
+    assert {q.source for q in source.questions["book"]} == set(TRAIN_BOOKS)
+    held_out = load_book(BOOKS_DIR / f"{HELD_OUT_BOOKS[0]}.txt")
+    for t in _draw(source, "book", 20, seed=7):
+        assert not t.id.startswith(HELD_OUT_BOOKS[0]) and t.document[:2000] not in held_out
+
+
+def test_the_real_config_draws_every_group_each_step_the_same_way_twice(tokenizer):
+    config = load_config(CONFIG)
+    data = TaskSource(config.data, tokenizer, config.seed, reading=AgentConfig.of(config))
+    step = data.draw(3, config.sft_samples_per_step)
+    assert Counter(map(group_of, step)) == {g: config.sft_samples_per_step // len(GROUPS) for g in GROUPS}
+    assert [t.id for t in data.draw(3, config.sft_samples_per_step)] == [t.id for t in step]
+    with pytest.raises(ValueError, match="reading sizes"):
+        TaskSource(config.data, tokenizer, config.seed)
