@@ -6,9 +6,9 @@ questions and cuts their documents. Five groups (`GROUPS`), drawn in turn so tha
 (a config that lists a group twice draws it twice as often):
 
 - `contract-extract`: the 8 extraction categories of `contracts-train/cases.jsonl` (title, parties, dates,
-  renewal term, notice period, governing law), with the annotators' answer; the evidence is every marked
-  passage that occurs verbatim in the text, its first occurrence at word boundaries ("MA" inside "MARKETING"
-  is not evidence).
+  renewal term, notice period, governing law), with the annotators' answer (Parties taught without their
+  bracketed aliases, `without_aliases`); the evidence is every marked passage that occurs verbatim in the text,
+  its first occurrence at word boundaries ("MA" inside "MARKETING" is not evidence).
 - `contract-clause`: the 33 yes/no clause categories, Yes and No drawn equally often (about one answer in five is
   Yes, and a reader that always says No scores 50% balanced accuracy). Yes: the first marked clause is the
   evidence, cut at a sentence or word end to `CLAUSE_CHARS` (the memory holds the clause, not the contract).
@@ -38,6 +38,7 @@ import random
 import re
 from array import array
 from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,21 @@ def clause_excerpt(clause: str, limit: int = CLAUSE_CHARS) -> str:
     return clause[: cut if cut > 0 else limit].rstrip()
 
 
+def without_aliases(parties: str) -> str:
+    """CUAD's Parties answer without the defined names in brackets: what the reader is taught to answer, first of
+    the answers (the strict verifier scores a Parties answer party by party, by name, the aliases optional; with
+    them, half of the answers are longer than the 32 answer tokens of the small preset). Unchanged when a party
+    has no name but its alias (CUAD writes `[]`).
+
+    >>> without_aliases('Birch First Global Inc. ("Company"); Mount Holdings Inc. ("Affiliate", "MA")')
+    'Birch First Global Inc.; Mount Holdings Inc.'
+    >>> without_aliases('[] ("Licensee"); Acme Corp. ("Licensor")')
+    '[] ("Licensee"); Acme Corp. ("Licensor")'
+    """
+    short = re.sub(r"\s*\([^()]*\)", "", parties).strip()
+    return parties if "[]" in short or not short else short
+
+
 def contract_questions(contracts_dir: Path = CONTRACTS_TRAIN_DIR,
                        exclude: Collection[str] = ()) -> tuple[dict[str, str], list[Question]]:  # fmt: skip
     """The texts (by contract id) and questions of `contracts-train`, without the contracts in `exclude`. Yes/no
@@ -144,7 +160,10 @@ def contract_questions(contracts_dir: Path = CONTRACTS_TRAIN_DIR,
                 questions.append(Question(qid, CONTRACT_CLAUSE, case["id"], qa["question"], ("Yes",),
                                           (clause_excerpt(found[0]),), f"clause:{qa['category']}"))  # fmt: skip
             elif qa["kind"] == "extract" and found:
-                questions.append(Question(qid, CONTRACT_EXTRACT, case["id"], qa["question"], (answer,),
+                answers = (answer,)
+                if qa["category"] == "Parties" and (short := without_aliases(answer)) != answer:
+                    answers = (short, answer)
+                questions.append(Question(qid, CONTRACT_EXTRACT, case["id"], qa["question"], answers,
                                           tuple(found), f"contract:{qa['category']}"))  # fmt: skip
     return texts, questions
 
@@ -189,12 +208,13 @@ class EvidenceTasks:
         book_texts, books_qs = book_questions(books, books_dir)
         self.texts.update(book_texts)
         self.questions: dict[str, list[Question]] = {g: [] for g in GROUPS}
-        self.dropped = 0  # questions whose oracle memory or answer is longer than a reader may write
+        #: questions left out per group: their oracle's memory or answer is longer than a reader may write
+        self.dropped: Counter[str] = Counter()
         for q in contracts + books_qs:
             if self._fits(q, memory_tokens, answer_tokens):
                 self.questions[q.group].append(q)
             else:
-                self.dropped += 1
+                self.dropped[q.group] += 1
         self._starts: dict[str, array] = {}
 
     def _fits(self, q: Question, memory_tokens: int, answer_tokens: int) -> bool:

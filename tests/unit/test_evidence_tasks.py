@@ -32,6 +32,7 @@ from training.tasks import (
     NO_EVIDENCE_MEMORY,
     TRAIN_BOOKS,
     Task,
+    count_tokens,
     load_book,
     oracle_answer,
     oracle_memories,
@@ -157,3 +158,19 @@ def test_the_real_config_draws_every_group_each_step_the_same_way_twice(tokenize
     assert [t.id for t in data.draw(3, config.sft_samples_per_step)] == [t.id for t in step]
     with pytest.raises(ValueError, match="reading sizes"):
         TaskSource(config.data, tokenizer, config.seed)
+
+
+def test_kept_questions_fit_what_the_reader_may_write_and_parties_are_taught_by_name(source, tokenizer):
+    extract = source.questions["contract-extract"]
+    for q in random.Random(8).sample(extract, 200) + source.questions["book"]:
+        task = Task(q.id, source.texts[q.source], q.question, q.answers, q.evidence, q.kind)
+        assert count_tokens(tokenizer, oracle_memories(task, [task.document])[-1]) <= 128
+        assert count_tokens(tokenizer, oracle_answer(task)) <= 32
+    assert sum(source.dropped.values()) > 0  # the filter does leave some out
+    parties = [q for q in extract if q.kind == "contract:Parties" and len(q.answers) == 2]
+    assert len(parties) > 200
+    for q in parties:
+        taught, gold = q.answers
+        gold_qa = next(qa for qa in CASES[q.source]["qa"] if qa["category"] == "Parties")
+        alias = r'\([^()]*[\"\u201c]'  # a bracket that quotes a defined name: (the "Agent"), (\u201cFCE\u201d)
+        assert gold == gold_qa["answer"] and re.search(alias, gold) and not re.search(alias, taught)
