@@ -27,8 +27,8 @@ stays empty for a random number of chunks). A document shorter than the window i
 start when that is what keeps the evidence off a chunk boundary.
 
 A question is kept only when its oracle's final memory fits `memory_tokens` and its boxed answer `answer_tokens`:
-SFT must not teach the reader to write what it cannot write when reading. Contracts in `exclude_contracts` (the
-`clauses` suite's dev and held-out contracts) are never read, not even to count.
+SFT must not teach the reader to write what it cannot write when reading. Contracts in `exclude_contracts` (by
+default `training.suites.NOT_FOR_TRAINING`, the `clauses` suite's dev and held-out contracts) are never read.
 """
 
 from __future__ import annotations
@@ -46,10 +46,10 @@ from typing import Any
 
 from inference.chunking import token_starts
 from training.book_questions import QUESTIONS_DIR, load_questions, speaker_questions
+from training.suites import CONTRACTS_TRAIN_DIR, NOT_FOR_TRAINING
 from training.tasks import (
     ABSENT,
     BOOKS_DIR,
-    DATA_DIR,
     HELD_OUT_BOOKS,
     KINDS,
     TRAIN_BOOKS,
@@ -64,7 +64,6 @@ from training.tasks import (
 CONTRACT_EXTRACT, CONTRACT_CLAUSE, BOOK, PLANTED, ABSENT_GROUP = (
     "contract-extract", "contract-clause", "book", "planted", "absent")  # fmt: skip
 GROUPS: tuple[str, ...] = (CONTRACT_EXTRACT, CONTRACT_CLAUSE, BOOK, PLANTED, ABSENT_GROUP)
-CONTRACTS_TRAIN_DIR = DATA_DIR / "contracts-train"
 #: Most characters of a Yes clause's evidence: the memory (`memory_tokens`, 128 in the small preset) holds it.
 CLAUSE_CHARS = 300
 #: Tokens kept between the evidence read first and its chunk's edges: a window tokenised on its own may start
@@ -201,7 +200,7 @@ class EvidenceTasks:
     only the documents drawn)."""
 
     def __init__(self, tokenizer: Any, chunk_tokens: int, memory_tokens: int, answer_tokens: int,
-                 exclude_contracts: Collection[str] = (), contracts_dir: Path = CONTRACTS_TRAIN_DIR,
+                 exclude_contracts: Collection[str] = NOT_FOR_TRAINING, contracts_dir: Path = CONTRACTS_TRAIN_DIR,
                  books: Sequence[str] = TRAIN_BOOKS, books_dir: Path = BOOKS_DIR):  # fmt: skip
         self.tokenizer, self.chunk_tokens, self.books_dir = tokenizer, chunk_tokens, books_dir
         self.texts, contracts = contract_questions(contracts_dir, frozenset(exclude_contracts))

@@ -141,6 +141,16 @@ def test_excluded_contracts_are_never_read(source):
     assert not {t.id.split(":")[0] for t in drawn} & EXCLUDED
 
 
+def test_by_default_the_clauses_suites_contracts_are_never_read(tokenizer):
+    from training.suites import CLAUSES_DEV, CLAUSES_HELD_OUT
+
+    default = EvidenceTasks(tokenizer, CHUNK, memory_tokens=128, answer_tokens=32)
+    assert len(set(CLAUSES_DEV + CLAUSES_HELD_OUT) & CASES.keys()) == 60
+    assert not set(CLAUSES_DEV + CLAUSES_HELD_OUT) & default.texts.keys()
+    drawn = default.draw(["contract-extract", "contract-clause"], 0, 60, random.Random(9), WINDOW)
+    assert not {t.id.split(":")[0] for t in drawn} & set(CLAUSES_DEV + CLAUSES_HELD_OUT)
+
+
 def test_the_held_out_book_is_never_read(source):
     with pytest.raises(ValueError, match="held out"):
         book_questions(HELD_OUT_BOOKS)
