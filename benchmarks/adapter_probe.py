@@ -12,26 +12,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from benchmarks.run import QUESTIONS, book_prefix
-from inference.adapters import merged_model
 from inference.agent import AgentConfig, MemoryAgent
 from inference.engines.transformers_engine import TransformersEngine
-from inference.models import MODEL_CACHE, resolve_model_path
+from inference.models import BUNDLED, model_folder
 from training.policy import prompt_ids
 from training.weights import resolve_adapter
 
 WEATHER = "What is the weather like when the story begins?"
 
 
-def probe(adapter: str, cache: Path) -> dict[str, Any]:
+def probe(adapter: str) -> dict[str, Any]:
     import torch
 
-    base = resolve_model_path("smollm2", MODEL_CACHE)
-    engine = TransformersEngine(merged_model(base, resolve_adapter(adapter), cache))
+    engine = TransformersEngine(model_folder(BUNDLED, resolve_adapter(adapter)))
     agent = MemoryAgent(engine, AgentConfig(chunk_tokens=1024, memory_tokens=128, answer_tokens=64,
                                             template_set="chunk-first"))
     document = book_prefix(engine.tokenizer, 4096)
@@ -51,8 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("adapters", nargs="+", help="adapter folders or sha256:<hex>")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="longread-probe-") as cache:
-        print(json.dumps([probe(a, Path(cache)) for a in args.adapters], indent=1, ensure_ascii=False), flush=True)
+    print(json.dumps([probe(a) for a in args.adapters], indent=1, ensure_ascii=False), flush=True)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from pathlib import Path
 from inference.agent import AgentConfig, MemoryAgent, holds_nothing
 from inference.chunking import split_into_chunks
 from inference.engines.transformers_engine import TransformersEngine
-from inference.models import BUNDLED, MODEL_CACHE, READER_ADAPTER, resolve_model_path
+from inference.models import BUNDLED, READER_ADAPTER, model_folder
 from training.config import TrainConfig
 from training.policy import load_policy
 from training.tasks import NO_EVIDENCE_MEMORY, contract_tasks, oracle_memories
@@ -33,7 +33,7 @@ def main() -> None:
     parser.add_argument("--split", default="held-out", choices=["held-out", "train"])
     args = parser.parse_args()
     c = TrainConfig()
-    model_path = resolve_model_path(BUNDLED, MODEL_CACHE)
+    model_path = model_folder(BUNDLED)
     model, tokenizer = load_policy(model_path, c.lora_r, c.lora_alpha, 0.0, c.lora_targets, args.adapter, 0)
     agent = MemoryAgent(TransformersEngine.from_model(model, tokenizer), AgentConfig.of(c))
     rng = random.Random(0)

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from inference.engines.base import Engine
-from inference.models import MODEL_CACHE, resolve_model_path
+from inference.models import model_folder
 from inference.templates import NO_MEMORY, get_template_set
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +103,7 @@ def build(spec: str, model: Path, args: argparse.Namespace) -> tuple[Engine, str
 
             adapter = Path(spec.split("=", 1)[1]).resolve()
             rank = vllm_lora_rank(PeftConfig.from_pretrained(adapter).r)
-            model, name = resolve_model_path("smollm2", MODEL_CACHE), "lora"
+            model, name = model_folder("smollm2"), "lora"
             extra = ["--enable-lora", "--max-lora-rank", str(rank), "--lora-modules", f"lora={adapter}", *extra]
         server = VLLMServer(
             args.vllm_python, model, extra_args=extra, env=env,
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--vllm-env", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
     batches = [int(b) for b in args.batches.split(",")]
-    model = resolve_model_path(args.model, MODEL_CACHE)
+    model = model_folder(args.model)
     load = os.getloadavg()
     print(f"{os.cpu_count()} CPUs, load average {load[0]:.1f}; prompts ~{args.prompt_tokens} tokens, "
           f"max_tokens {args.max_tokens}", flush=True)

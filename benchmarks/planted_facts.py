@@ -23,7 +23,7 @@ from pathlib import Path
 from inference.agent import AgentConfig, MemoryAgent
 from inference.chunking import token_starts
 from inference.engines.transformers_engine import TransformersEngine
-from inference.models import MODEL_CACHE, resolve_model_path
+from inference.models import model_folder
 
 BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
 
@@ -297,7 +297,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/benchmarks/planted_facts.json"))
     args = parser.parse_args()
 
-    engine = TransformersEngine(resolve_model_path(args.model, MODEL_CACHE))
+    engine = TransformersEngine(model_folder(args.model))
     cases = build_cases(engine.tokenizer, args.books, args.facts, args.doc_tokens, args.seed)
     results = []
     for chunk_tokens, memory_tokens in args.settings:

@@ -27,11 +27,11 @@ def main() -> None:
     import torch
 
     from inference.engines.transformers_engine import TransformersEngine
-    from inference.models import MODEL_CACHE, resolve_model_path
+    from inference.models import model_folder
     from inference.templates import MEMAGENT
 
     torch.set_num_threads(1)
-    engine = TransformersEngine(resolve_model_path("smollm2", MODEL_CACHE))
+    engine = TransformersEngine(model_folder("smollm2"))
     tok = engine.tokenizer
     ids = tok(BOOK.read_bytes().decode("cp1252"), add_special_tokens=False)["input_ids"]
     chunk = tok.decode(ids[5000:5000 + args.chunk_tokens])

@@ -34,26 +34,35 @@ def bundled_gguf() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / _GGUF_FILE
 
 
-def resolve_model_path(model: str, cache_dir: Path) -> Path:
-    """A local folder transformers can load: `model` itself, the converted bundled model, or the
-    bundled reader (the bundled model with the reader adapter merged in)."""
-    if model == READER:
-        return merged_model(resolve_model_path(BUNDLED, cache_dir), READER_ADAPTER, cache_dir / "merged")
-    if model != BUNDLED:
-        path = Path(model).expanduser()
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"model folder {path} has no config.json")
-        return path
-    target = cache_dir / _BUNDLED_DIR
-    if not (target / "config.json").is_file():
-        convert_gguf(bundled_gguf(), target)
-    return target
+def weights_of(model: str) -> tuple[str, Path | None]:
+    """The base model and the adapter a model name stands for: the bundled reader is the bundled model
+    with the reader adapter; any other name is a base alone."""
+    return (BUNDLED, READER_ADAPTER) if model == READER else (model, None)
 
 
 def base_of(model: str) -> str:
     """The model whose weights `model` starts from: the bundled model for the reader (its tokenizer,
     and what other adapters are trained on and merged into, never stacked on the reader's), else itself."""
-    return BUNDLED if model == READER else model
+    return weights_of(model)[0]
+
+
+def model_folder(base: str, adapter: str | Path | None = None, cache_dir: Path = MODEL_CACHE) -> Path:
+    """The local folder that serves `base` (the bundled model, the bundled reader or a Hugging Face folder)
+    with `adapter`'s LoRA merged in: built once under `cache_dir/merged` and reused (inference/adapters.py);
+    `base` itself without an adapter. An adapter given with the reader is merged into the bundled model."""
+    base, implied = weights_of(base)
+    adapter = adapter or implied
+    if adapter is not None:
+        return merged_model(model_folder(base, cache_dir=cache_dir), Path(adapter), Path(cache_dir) / "merged")
+    if base != BUNDLED:
+        path = Path(base).expanduser()
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"model folder {path} has no config.json")
+        return path
+    target = Path(cache_dir) / _BUNDLED_DIR
+    if not (target / "config.json").is_file():
+        convert_gguf(bundled_gguf(), target)
+    return target
 
 
 def convert_gguf(gguf: Path, target: Path) -> None:

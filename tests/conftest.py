@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.settings import Settings
-from inference.models import MODEL_CACHE, resolve_model_path
+from inference.models import MODEL_CACHE, model_folder
 
 POSTGRES_ADMIN_URL = os.environ.get("LONGREAD_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("LONGREAD_TEST_REDIS", "redis://127.0.0.1:6379/15")
@@ -58,7 +58,7 @@ def _reachable(host: str, port: int) -> bool:
 
 @pytest.fixture(scope="session")
 def model_path() -> Path:
-    return resolve_model_path("smollm2", MODEL_CACHE)
+    return model_folder("smollm2")
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from app.supervisor import die_with_supervisor
 
 def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
     """Run (or resume) a training run: SFT warm start and/or GRPO, as the config says."""
-    from inference.models import resolve_model_path
+    from inference.models import model_folder
     from training.config import ConfigError, load_config
     from training.run import train
 
@@ -31,7 +31,7 @@ def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
         return document_text(settings, document_id, user=local_admin(settings))
 
     run_dir = Path(args.resume or args.run_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
-    train(config, run_dir, resolve_model_path(config.model, settings.model_cache_dir), resume=bool(args.resume),
+    train(config, run_dir, model_folder(config.model, cache_dir=settings.model_cache_dir), resume=bool(args.resume),
           max_steps=args.max_steps, stop_file=Path(args.stop_file) if args.stop_file else None,
           max_minutes=args.max_minutes, documents=lookup, vllm_python=settings.vllm_python)
     return 0

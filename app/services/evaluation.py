@@ -80,13 +80,10 @@ def reader(settings: Settings, *, model: str | None = None, adapter: str | None 
         chosen = updates.get("model", settings.model)
         label = f"served {openai_model or ''} at {openai_url}".replace("  ", " ") if openai_url else chosen
         if adapter:
-            from inference.adapters import merged_model
-            from inference.models import base_of, resolve_model_path
+            from inference.models import base_of, model_folder
 
-            base_name = base_of(chosen)
-            base = resolve_model_path(base_name, settings.model_cache_dir)
-            updates["model"] = str(merged_model(base, Path(adapter), settings.model_cache_dir / "merged"))
-            label = f"{base_name} + {adapter}"
+            updates["model"] = str(model_folder(chosen, adapter, settings.model_cache_dir))
+            label = f"{base_of(chosen)} + {adapter}"
     served = Settings(**{**served.model_dump(), **updates})
     config = AgentConfig(config.chunk_tokens, config.memory_tokens, answer_tokens or config.answer_tokens,
                          template_set or config.template_set)  # fmt: skip

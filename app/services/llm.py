@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from app.settings import Settings
 from inference.engines.base import Engine
-from inference.models import base_of, resolve_model_path
+from inference.models import base_of, model_folder
 
 _ENGINE_FIELDS = (
     "engine", "model", "model_cache_dir", "tokenizer", "openai_base_url", "openai_model", "openai_api_key",
@@ -31,7 +31,7 @@ def _build(settings: Settings) -> Engine:
     if settings.engine == "transformers":
         from inference.engines.transformers_engine import TransformersEngine
 
-        return TransformersEngine(resolve_model_path(settings.model, settings.model_cache_dir))
+        return TransformersEngine(model_folder(settings.model, cache_dir=settings.model_cache_dir))
 
     from inference.engines.openai_engine import OpenAIEngine
 
@@ -50,7 +50,7 @@ def _build(settings: Settings) -> Engine:
 
         server = VLLMServer(
             settings.vllm_python,
-            resolve_model_path(settings.model, settings.model_cache_dir),
+            model_folder(settings.model, cache_dir=settings.model_cache_dir),
             served_model_name=settings.openai_model or None,
             max_model_len=settings.vllm_max_model_len,
             kv_cache_gb=settings.vllm_kvcache_gb,
@@ -112,6 +112,6 @@ def _tokenizer(name_or_path: str):  # noqa: ANN202 - a Hugging Face tokenizer
 
 def tokenizer_for(settings: Settings):  # noqa: ANN201
     """The serving model's tokenizer: LONGREAD_TOKENIZER, else the model folder's."""
-    source = settings.tokenizer or str(resolve_model_path(base_of(settings.model), settings.model_cache_dir))
+    source = settings.tokenizer or str(model_folder(base_of(settings.model), cache_dir=settings.model_cache_dir))
     return _tokenizer(source)
 

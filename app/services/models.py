@@ -7,7 +7,7 @@ new readings record it and are read with its weights. None active means the sett
 on the weights it began with however often the active version changes.
 
 Serving a version (`serving_settings`): an adapter is merged into its base once and cached under
-MODEL_CACHE_DIR/merged (inference/adapters.py), and that folder is the model of the `transformers`
+MODEL_CACHE_DIR/merged (`model_folder`, inference/models.py), and that folder is the model of the `transformers`
 and `vllm-local` engines. With the `openai` engine the weights live on the server: the version's
 name is the served model name to request (e.g. vLLM's `--lora-modules NAME=ADAPTER_DIR` or
 `--served-model-name NAME`).
@@ -30,7 +30,7 @@ from app.models import ModelVersion
 from app.services.errors import NotFound, valid_id
 from app.services.users import UserView, require_admin
 from app.settings import Settings
-from inference.models import BUNDLED, READER
+from inference.models import BUNDLED, READER, model_folder
 from inference.templates import TEMPLATE_SETS
 
 ENGINES = ("vllm-local", "transformers", "openai")
@@ -133,12 +133,8 @@ def serving_settings(settings: Settings, version: ModelVersion | None) -> Settin
     updates: dict[str, Any] = {"engine": engine, "model": version.base_model}
     if engine == "openai":
         updates["openai_model"] = version.name
-    elif version.adapter_path:
-        from inference.adapters import merged_model  # imports torch and peft: only when serving an adapter
-        from inference.models import base_of, resolve_model_path
-
-        base = resolve_model_path(base_of(version.base_model), settings.model_cache_dir)
-        updates["model"] = str(merged_model(base, Path(version.adapter_path), settings.model_cache_dir / "merged"))
+    elif version.adapter_path:  # merging imports torch and peft, and takes a while the first time
+        updates["model"] = str(model_folder(version.base_model, version.adapter_path, settings.model_cache_dir))
     return Settings(**{**settings.model_dump(), **updates})
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from app.cli import worker_command
 from app.settings import Settings
-from inference.models import resolve_model_path
+from inference.models import model_folder
 from inference.vllm_server import VLLMServer, free_port
 from tests.conftest import MODEL_CACHE
 
@@ -163,7 +163,7 @@ class ModelServer:
     started again where the workers expect it (inference/vllm_server.py starts and reaps it)."""
 
     def __init__(self, folder: Path, model: str = "smollm2"):
-        self.model_path = resolve_model_path(model, MODEL_CACHE)
+        self.model_path = model_folder(model)
         self.server = VLLMServer(VLLM_PYTHON, self.model_path, served_model_name=model, port=free_port(),
                                  max_model_len=4096, kv_cache_gb=1, log_path=folder / "vllm.log",
                                  startup_timeout_s=900, extra_args=["--max-num-seqs", "16"])  # fmt: skip

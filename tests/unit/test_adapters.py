@@ -91,12 +91,12 @@ def test_adapters_of_different_ranks_are_not_interpolated(tmp_path, base):
 def test_the_bundled_reader_is_the_bundled_model_with_the_shipped_adapter(model_path):
     """`smollm2-reader` resolves to the bundled model with inference/reader/ merged in: the same logits
     as peft applying the adapter, not the base's."""
-    from inference.models import READER, READER_ADAPTER, base_of, resolve_model_path
+    from inference.models import READER, READER_ADAPTER, base_of, model_folder
 
     cache = model_path.parent  # the bundled model is converted there already; the merge goes beside it
-    reader = resolve_model_path(READER, cache)
+    reader = model_folder(READER, cache_dir=cache)
     assert reader.parent == cache / "merged" and (reader / "config.json").is_file()
-    assert resolve_model_path(base_of(READER), cache) == model_path  # its tokenizer loads without a merge
+    assert model_folder(base_of(READER), cache_dir=cache) == model_path  # its tokenizer loads without a merge
     ids = torch.tensor([[1, 504, 3158, 28, 253, 1978]])
     base = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
     with torch.no_grad():

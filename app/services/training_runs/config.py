@@ -17,7 +17,7 @@ from app.services.training_runs.shared import (
     curriculum,
 )
 from app.settings import Settings
-from inference.models import READER, READER_ADAPTER, base_of
+from inference.models import weights_of
 from training.config import ConfigError, TrainConfig, make_config
 
 
@@ -30,12 +30,10 @@ def start_point(s: Session, settings: Settings, start_version_id: int | None) ->
             raise NotFound(f"no model version {start_version_id}")
     else:
         version = active_version(s)
-    model = version.base_model if version else settings.model
-    adapter = version.adapter_path if version else None
-    if adapter is None and model == READER:  # the bundled reader is the bundled model with its adapter
-        adapter = str(READER_ADAPTER)
+    model, implied = weights_of(version.base_model if version else settings.model)
+    adapter = (version and version.adapter_path) or (str(implied) if implied else None)
     return version, {
-        "model": base_of(model), "init_adapter": adapter,
+        "model": model, "init_adapter": adapter,
         "template_set": version.template_set if version else settings.template_set,
         "chunk_tokens": (version and version.chunk_tokens) or settings.chunk_tokens,
         "memory_tokens": (version and version.memory_tokens) or settings.memory_tokens,
