@@ -186,12 +186,27 @@ def key_metrics(metrics: dict[str, Any] | None) -> dict[str, float]:
     return {"sub_em": float(metrics["sub_em"])} if "sub_em" in metrics else {}
 
 
+def own_lineage(version: dict[str, Any]) -> list[str]:
+    """What a version's own row says it was made from, oldest first, ending with its name: its base model
+    when it has an adapter, and the config (with its sha256) that trained it when its metrics record one
+    (the bundled reader's, app/services/bundled_versions.py). The registry adds the runs that made it."""
+    made = (version.get("metrics") or {}).get("lineage") or {}
+    chain = [version["name"]]
+    if made.get("config"):
+        chain.insert(0, f"{made['config']} (sha256:{made['config_sha256']})")
+    if version["adapter_path"]:
+        chain.insert(0, made.get("base") or version["base_model"])
+    return chain
+
+
 def version_dict(version: ModelVersion) -> dict[str, Any]:
-    """A version as plain data (`longread models --json`)."""
-    return {
+    """A version as plain data (`longread models --json`), with its own lineage."""
+    out = {
         "id": version.id, "name": version.name, "base_model": version.base_model,
         "adapter_path": version.adapter_path, "engine": version.engine, "template_set": version.template_set,
         "chunk_tokens": version.chunk_tokens, "memory_tokens": version.memory_tokens,
         "training_run": version.training_run, "active": version.active, "key_metrics": key_metrics(version.metrics),
         "metrics": version.metrics, "created_at": version.created_at.isoformat(),
     }  # fmt: skip
+    out["lineage"] = own_lineage(out)
+    return out

@@ -8,7 +8,7 @@ from typing import Any
 
 from app.db import session_scope
 from app.services import training_runs
-from app.services.models import list_versions, version_dict
+from app.services.models import list_versions, own_lineage, version_dict
 from app.services.training_runs import RunView
 from app.services.users import UserView
 from app.settings import Settings
@@ -21,16 +21,18 @@ def registry(settings: Settings, user: UserView | None = None) -> list[dict[str,
         versions = [version_dict(v) for v in list_versions(s, user)]
     made_by = {r.version_id: r for r in training_runs.list_runs(settings, user=user) if r.version_id is not None}
     by_name = {v["name"]: v for v in versions}
+    chains = {v["id"]: lineage(v, made_by, by_name) for v in versions}  # before any version's lineage changes
     for v in versions:
         run = made_by.get(v["id"])
         v["run_id"] = run.id if run else None
-        v["lineage"] = lineage(v, made_by, by_name)
+        v["lineage"] = chains[v["id"]]
     return versions
 
 
 def lineage(version: dict[str, Any], made_by: dict[int, RunView], by_name: dict[str, dict[str, Any]]) -> list[str]:
     """From the base to `version`: each run's start version, the run, the version it was promoted to.
-    A version registered by hand (`longread models add`) starts from its base model."""
+    A version no run made starts from what its row records (`own_lineage`: its base model, and the bundled
+    reader's config)."""
     chain, seen = [version["name"]], {version["id"]}
     while (run := made_by.get(version["id"])) is not None:
         chain.insert(0, f"run #{run.id} {run.name}")
@@ -41,6 +43,4 @@ def lineage(version: dict[str, Any], made_by: dict[int, RunView], by_name: dict[
         version = start
         seen.add(version["id"])
         chain.insert(0, version["name"])
-    if version["adapter_path"]:
-        chain.insert(0, version["base_model"])
-    return chain
+    return own_lineage(version)[:-1] + chain

@@ -3,11 +3,13 @@ merged into the real SmolLM2), readings keep the version they began with, `longr
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -152,14 +154,16 @@ def test_models_cli_json(tmp_path):
     (tmp_path / "eval.json").write_text(json.dumps({"config": {}, "summary": summary, "timing": [], "cases": []}))
     env = {**os.environ, "LONGREAD_DATA_DIR": str(tmp_path / "data")}
 
-    assert json.loads(_cli(env, "--json")) == {"active": None, "base_model": "smollm2-reader", "versions": []}
+    first = json.loads(_cli(env, "--json"))  # a fresh install: the bundled model and the reader, which reads
+    assert [v["name"] for v in first["versions"]] == ["smollm2", "smollm2-reader"] and first["active"] == 2
     assert "registered, active" in _cli(env, "add", "sft-1", "--adapter", str(run / "adapter"), "--metrics",
                                         str(tmp_path / "eval.json"), "--activate")  # fmt: skip
     out = json.loads(_cli(env, "--json"))
-    assert out["active"] == 1 and len(out["versions"]) == 1
-    v = out["versions"][0]
+    assert out["active"] == 3 and len(out["versions"]) == 3
+    v = out["versions"][2]
     assert set(v) == {"id", "name", "base_model", "adapter_path", "engine", "template_set", "chunk_tokens",
-                      "memory_tokens", "training_run", "active", "key_metrics", "metrics", "created_at"}  # fmt: skip
+                      "memory_tokens", "training_run", "active", "key_metrics", "metrics", "lineage",
+                      "created_at"}  # fmt: skip
     assert (v["name"], v["base_model"], v["adapter_path"], v["active"]) == (
         "sft-1",
         "smollm2",
@@ -177,3 +181,43 @@ def test_models_cli_json(tmp_path):
     assert "sft-1" in table and "2K 75%" in table
     assert "the settings' model (smollm2-reader)" in _cli(env, "activate", "base")
     assert json.loads(_cli(env, "--json"))["active"] is None
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def fresh_settings(request, tmp_path) -> Settings:
+    """Settings on an empty database of their own (the seeded rows would be every other test's too)."""
+    url = f"sqlite:///{tmp_path / 'v.db'}" if request.param == "sqlite" else request.getfixturevalue("own_postgres_url")
+    return Settings(data_dir=tmp_path / "data", database_url=url)
+
+
+def test_the_bundled_model_and_the_reader_are_versions_from_the_first_start(fresh_settings):
+    """What every command does first (`migrate_db`) registers both, with lineage and measured metrics, the reader
+    active; a second start builds nothing again and leaves a choice of version alone."""
+    from app.cli.common import migrate_db
+    from inference.models import READER_ADAPTER
+
+    url = fresh_settings.resolved_database_url
+    migrate_db(fresh_settings)
+    with session_scope(url) as s:
+        base, reader = (mv.version_dict(v) for v in mv.list_versions(s))
+    assert (base["name"], base["base_model"], base["adapter_path"], base["active"]) == ("smollm2", "smollm2", None,
+                                                                                         False)  # fmt: skip
+    assert (reader["name"], reader["base_model"], reader["adapter_path"], reader["active"]) == (
+        "smollm2-reader", "smollm2", str(READER_ADAPTER), True)  # fmt: skip
+    config = "training/configs/small-sft-open3.toml"  # the run the card names, by its adapter's sha256
+    sha256 = hashlib.sha256((Path(__file__).resolve().parents[2] / config).read_bytes()).hexdigest()
+    assert reader["lineage"] == ["smollm2", f"{config} (sha256:{sha256})", "smollm2-reader"]
+    assert base["lineage"] == ["smollm2"]
+    card = (READER_ADAPTER / "MODEL_CARD.md").read_text(encoding="utf-8")
+    assert f"`{reader['metrics']['lineage']['adapter_sha256']}`" in card
+    assert {k: round(x, 3) for k, x in reader["key_metrics"].items() if k in ("2K", "8K", "32K", "Governing Law")} \
+        == {"2K": 0.734, "8K": 0.844, "32K": 0.688, "Governing Law": 0.7}  # the card's "Measured" table
+    assert base["key_metrics"]["2K"] == 0.4062 and base["key_metrics"]["Governing Law"] == 0.1
+    # the reader reads with the settings' sizes, as the settings' model did before it was registered
+    assert (reader["chunk_tokens"], reader["memory_tokens"], reader["template_set"]) == (None, None, "chunk-first")
+
+    with session_scope(url) as s:
+        mv.activate_version(s, base["id"])
+    migrate_db(fresh_settings)
+    with session_scope(url) as s:
+        assert [(v.name, v.active) for v in mv.list_versions(s)] == [("smollm2", True), ("smollm2-reader", False)]

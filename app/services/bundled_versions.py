@@ -1,0 +1,98 @@
+"""The bundled base model and the shipped reader as model versions from the first start (`longread serve`,
+`worker`, `migrate` and every other command bring the database up to date, then call `seed_bundled`).
+
+Each row is built only when missing (by name), from files git keeps: the reader's model card names its
+adapter's sha256, the results index (training/results.jsonl) names the run that made it, its config and the
+evaluations that measured it. Nothing is hashed but the small config file, and only when a row is built.
+Their chunk and memory sizes are None (the settings'), so LONGREAD_CHUNK_TOKENS and LONGREAD_MEMORY_TOKENS
+read as they did before these rows existed; the reader was trained at the settings' defaults (1024/128)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.models import ModelVersion
+from app.services.models import activate_version, active_version, register_version
+from app.settings import Settings
+from inference.models import BUNDLED, READER, READER_ADAPTER
+from training.config import TrainConfig, load_config
+from training.results_index import INDEX, REPO, load_index
+
+#: The index lines the model card's "Measured" table cites: the reader's and the untrained model's evaluations
+#: (a newly shipped reader names its own here, with its card).
+READER_EVALS = "eval-open53-"
+BASE_EVALS = "eval-base1024-"
+_CARD_SHA256 = re.compile(r"^\| sha256 \| `([0-9a-f]{64})`", re.MULTILINE)
+
+
+def seed_bundled(session: Session, settings: Settings) -> None:
+    """Add the rows for the bundled model and the reader that are missing; the reader becomes active when
+    it is added while none is, and the settings' model is the reader (the same weights read, as before)."""
+    have = set(session.scalars(select(ModelVersion.name).where(ModelVersion.name.in_((BUNDLED, READER)))))
+    if have >= {BUNDLED, READER}:
+        return
+    index = load_index(INDEX)
+    run = _reader_run(index)
+    config = load_config(REPO / run["config_file"])
+    template_set = config.template_set  # the base too: the untrained model was measured with the same templates
+    try:
+        with session.begin_nested():  # a second process seeding at the same moment: its rows stand
+            if BUNDLED not in have:
+                register_version(session, BUNDLED, BUNDLED, metrics={"summary": _summary(index, BASE_EVALS),
+                                 "lineage": {"base": BUNDLED}}, template_set=template_set)  # fmt: skip
+            if READER not in have:
+                metrics = {"summary": _summary(index, READER_EVALS), "lineage": _lineage(run, config)}
+                reader = register_version(session, READER, BUNDLED, READER_ADAPTER, metrics, template_set=template_set)
+                if active_version(session) is None and settings.model == READER:
+                    activate_version(session, reader.id)
+    except IntegrityError:
+        pass
+
+
+def _reader_run(index: list[dict[str, Any]]) -> dict[str, Any]:
+    """The index line of the training run that made the shipped adapter (by the sha256 its card names)."""
+    card = (READER_ADAPTER / "MODEL_CARD.md").read_text(encoding="utf-8")
+    found = _CARD_SHA256.search(card)
+    if found is None:
+        raise RuntimeError(f"{READER_ADAPTER / 'MODEL_CARD.md'} names no sha256")
+    for entry in index:
+        if entry.get("kind") == "train" and any(a["sha256"] == found.group(1) for a in entry.get("adapters", [])):
+            return entry
+    raise RuntimeError(f"no training run in {INDEX} made the reader's adapter sha256:{found.group(1)}")
+
+
+def _lineage(run: dict[str, Any], config: TrainConfig) -> dict[str, Any]:
+    """base → config (with its sha256) → reader: the run between them and the sizes it trained at."""
+    return {"base": config.model, "config": run["config_file"],
+            "config_sha256": hashlib.sha256((REPO / run["config_file"]).read_bytes()).hexdigest(),
+            "init_adapter": config.init_adapter, "run": run["name"],
+            "adapter_sha256": next(a["sha256"] for a in run["adapters"]),
+            "chunk_tokens": config.chunk_tokens, "memory_tokens": config.memory_tokens}  # fmt: skip
+
+
+def _summary(index: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
+    """`longread eval` summary rows from the index's evaluations named `prefix*`. Planted-fact sets drawn with
+    other seeds are pooled; a fixed set (the held-out contracts) measured again counts once."""
+    pooled: dict[str, dict[str, float]] = {}
+    for entry in index:
+        if entry.get("kind") != "eval" or not entry["name"].startswith(prefix):
+            continue
+        for key, m in entry.get("metrics", {}).items():
+            if not isinstance(m, dict) or (key in pooled and not key.startswith("synthetic/")):
+                continue
+            row = pooled.setdefault(key, {"n": 0, "sub_em": 0.0, "exact_match": 0.0})
+            for name in ("sub_em", "exact_match"):
+                row[name] = (row[name] * row["n"] + m[name] * m["n"]) / (row["n"] + m["n"])
+            row["n"] += m["n"]
+    rows = []
+    for key, m in pooled.items():
+        suite, group, kind = key.split("/", 2)
+        rows.append({"suite": suite, "group": group, "kind": kind, "n": m["n"],
+                     "sub_em": round(m["sub_em"], 4), "exact_match": round(m["exact_match"], 4)})  # fmt: skip
+    return rows
