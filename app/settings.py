@@ -95,6 +95,8 @@ class Settings(BaseSettings):
         900.0, gt=0, description="How long the local vLLM server may take to become healthy (the first "
         "start compiles for minutes)."
     )
+    # The app's reading sizes: what a reading gets when neither the request nor the active model version sets
+    # them (the order is app/services/reading_config.py's). inference/ and training/ keep defaults of their own.
     chunk_tokens: int = Field(
         1024, ge=16, description="Document tokens per chunk; the reader reads long documents and contracts "
         "better with 1024 than 512, and its last round was trained at 1024 (README, \"Choosing the defaults\")."

@@ -19,6 +19,8 @@ from inference.templates import NO_EVIDENCE_MEMORY, NO_MEMORY, NOT_IN_DOCUMENT, 
 
 @dataclass(frozen=True)
 class AgentConfig:
+    # MemAgent's own sizes and prompt order (its 7B/14B models): this package stands alone, so its default is
+    # the method's. The app never relies on it: app/services/reading_config.py decides what a reading gets.
     chunk_tokens: int = 5000
     memory_tokens: int = 1024
     answer_tokens: int = 1024

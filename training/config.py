@@ -113,6 +113,8 @@ class TrainConfig(BaseModel):
     )
     # --- reading ---------------------------------------------------------------------------------
     template_set: str = Field("chunk-first", description="Prompt templates the model learns (inference/templates.py).")
+    # 512, not the app's 1024 (app/settings.py): a step on two CPU cores takes minutes at 512, and a run is served
+    # at the sizes its model version records (the run's own), whatever the app's default is.
     chunk_tokens: int = Field(512, ge=16, description="Document tokens per chunk in rollouts and traces.")
     memory_tokens: int = Field(128, ge=8, description="Most tokens of each memory the agent writes.")
     answer_tokens: int = Field(32, ge=4, description="Most tokens of the final answer.")
