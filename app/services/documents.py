@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 
 from app.db import session_scope
 from app.documents.base import ParseError, page_unit
@@ -27,9 +27,11 @@ from app.documents.pages import SCALE as PAGE_SCALE
 from app.documents.pages import render_untrusted
 from app.documents.sandbox import DEFAULT_LIMITS, ParseLimits, parse_untrusted
 from app.documents.storage import blob_path, store_blob
-from app.models import Document, DocumentStatus
+from app.models import Document, DocumentStatus, ModelVersion
 from app.services.errors import NotFound, valid_id
 from app.services.llm import tokenizer_for
+from app.services.models import active_version
+from app.services.reading_config import reading_config
 from app.services.users import UserView, can_see, local_admin, resolve_actor
 from app.services.views import DocumentView, EstimateView, PageView
 from app.settings import Settings
@@ -118,9 +120,11 @@ def document_view(d: Document, settings: Settings | None = None, with_page_map: 
     """A document as the API, the UI and the CLI show it (with the reading estimate when `settings` are given)."""
     estimate = None
     if settings is not None and d.token_count:
-        e = estimate_reading(d.token_count, settings)
-        estimate = EstimateView(chunks=e.chunks, seconds=e.seconds, engine=e.engine, chunk_tokens=settings.chunk_tokens,
-                                memory_tokens=settings.memory_tokens, basis=e.basis)  # fmt: skip
+        session = object_session(d)  # the one it was read in: the active version's sizes, as a new reading's
+        version = active_version(session) if session is not None else None
+        e = estimate_reading(d.token_count, settings, version)
+        estimate = EstimateView(chunks=e.chunks, seconds=e.seconds, engine=e.engine, chunk_tokens=e.chunk_tokens,
+                                memory_tokens=e.memory_tokens, basis=e.basis)  # fmt: skip
     return DocumentView(id=d.id, title=d.title, filename=d.filename, format=d.format, status=d.status.value,
                         error=d.error, size_bytes=d.size_bytes, pages=len(d.page_starts or []),
                         page_unit=document_page_unit(d), char_count=d.char_count, token_count=d.token_count,
@@ -238,24 +242,27 @@ class ReadingEstimate:
     seconds: float | None
     engine: str
     basis: str
+    chunk_tokens: int
+    memory_tokens: int
 
 
-def estimate_reading(token_count: int | None, settings: Settings, chunk_tokens: int | None = None,
-                     memory_tokens: int | None = None) -> ReadingEstimate:
-    """Chunks and seconds for one question on the active engine with the given (or default) sizes:
+def estimate_reading(token_count: int | None, settings: Settings, version: ModelVersion | None = None,
+                     chunk_tokens: int | None = None, memory_tokens: int | None = None) -> ReadingEstimate:
+    """Chunks and seconds for one question on the settings' engine with the sizes a reading gets (`reading_config`):
     one update call per chunk (prompt = chunk + memory + template; writes up to memory_tokens),
     then one final call (prompt = memory + template; writes up to answer_tokens)."""
-    chunk = chunk_tokens or settings.chunk_tokens
-    memory = memory_tokens or settings.memory_tokens
+    config = reading_config(settings, version, chunk_tokens, memory_tokens)
+    chunk, memory = config.chunk_tokens, config.memory_tokens
     chunks = max(1, math.ceil((token_count or 0) / chunk)) if token_count else 0
     speed = ENGINE_SPEEDS.get(settings.engine)
     if speed is None:
-        return ReadingEstimate(chunks, None, settings.engine, "no speed figure for this engine yet")
+        return ReadingEstimate(chunks, None, settings.engine, "no speed figure for this engine yet", chunk, memory)
     update = (chunk + memory + PROMPT_OVERHEAD_TOKENS) * speed.prefill_s_per_token + memory * speed.decode_s_per_token
     final = (
         memory + PROMPT_OVERHEAD_TOKENS
-    ) * speed.prefill_s_per_token + settings.answer_tokens * speed.decode_s_per_token
-    return ReadingEstimate(chunks, round(chunks * update + final, 1) if chunks else 0.0, settings.engine, speed.basis)
+    ) * speed.prefill_s_per_token + config.answer_tokens * speed.decode_s_per_token
+    return ReadingEstimate(chunks, round(chunks * update + final, 1) if chunks else 0.0, settings.engine, speed.basis,
+                           chunk, memory)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from app.documents.base import ParseError
 from app.documents.sandbox import DEFAULT_LIMITS, parse_untrusted
 from app.services.llm import engine_for
 from app.services.models import active_version, serving_settings
-from app.services.readings import reading_config
+from app.services.reading_config import reading_config
 from app.settings import Settings
 from inference.agent import AgentConfig, MemoryAgent
 from training import evaluate as ev
@@ -73,10 +73,12 @@ def reader(settings: Settings, *, model: str | None = None, adapter: str | None 
             version = active_version(s)
             served = serving_settings(settings, version)
             label = version.name if version else settings.model
-            config = reading_config(settings, version, chunk_tokens, memory_tokens)
+            config = reading_config(settings, version, chunk_tokens, memory_tokens, answer_tokens=answer_tokens,
+                                    template_set=template_set)
     else:
         served = settings
-        config = reading_config(settings, None, chunk_tokens, memory_tokens)
+        config = reading_config(settings, None, chunk_tokens, memory_tokens, answer_tokens=answer_tokens,
+                                template_set=template_set)
         chosen = updates.get("model", settings.model)
         label = f"served {openai_model or ''} at {openai_url}".replace("  ", " ") if openai_url else chosen
         if adapter:
@@ -85,8 +87,6 @@ def reader(settings: Settings, *, model: str | None = None, adapter: str | None 
             updates["model"] = str(model_folder(chosen, adapter, settings.model_cache_dir))
             label = f"{base_of(chosen)} + {adapter}"
     served = Settings(**{**served.model_dump(), **updates})
-    config = AgentConfig(config.chunk_tokens, config.memory_tokens, answer_tokens or config.answer_tokens,
-                         template_set or config.template_set)  # fmt: skip
     return Reader(served, config, label)
 
 

@@ -20,15 +20,15 @@ from sqlalchemy.orm import Session, selectinload
 
 from app.db import session_scope
 from app.documents.base import page_unit
-from app.models import Checkpoint, DocumentStatus, ModelVersion, Reading, ReadingStatus, utcnow
+from app.models import Checkpoint, DocumentStatus, Reading, ReadingStatus, utcnow
 from app.queue import request_reading_pass
 from app.services.documents import require_document
 from app.services.errors import NotFound, valid_id
 from app.services.models import active_version
+from app.services.reading_config import reading_config
 from app.services.users import UserView, can_see, resolve_actor
 from app.services.views import ReadingView, StepView, checkpoint_view, reading_view
 from app.settings import Settings
-from inference.agent import AgentConfig
 
 # One set of limits for every entry point (the API's schema states the same bounds for its docs).
 MIN_CHUNK_TOKENS, MAX_CHUNK_TOKENS = 16, 200_000
@@ -83,17 +83,6 @@ def check_memory(memory: object) -> str:
     if "\x00" in memory:
         raise ReadingError("the edited memory must not contain NUL characters")
     return memory
-
-
-def reading_config(settings: Settings, version: ModelVersion | None, chunk_tokens: int | None = None,
-                   memory_tokens: int | None = None) -> AgentConfig:
-    """The sizes and template a new reading gets: those asked for, else the model version's, else the settings'."""
-    return AgentConfig(
-        chunk_tokens=chunk_tokens or (version and version.chunk_tokens) or settings.chunk_tokens,
-        memory_tokens=memory_tokens or (version and version.memory_tokens) or settings.memory_tokens,
-        answer_tokens=settings.answer_tokens,
-        template_set=version.template_set if version else settings.template_set,
-    )
 
 
 def create_readings(

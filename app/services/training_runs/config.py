@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from app.models import ModelVersion
 from app.services.errors import NotFound, valid_id
 from app.services.models import active_version
+from app.services.reading_config import reading_config
 from app.services.training_runs.shared import (
     DataSelection,
     RunError,
@@ -32,12 +33,10 @@ def start_point(s: Session, settings: Settings, start_version_id: int | None) ->
         version = active_version(s)
     model, implied = weights_of(version.base_model if version else settings.model)
     adapter = (version and version.adapter_path) or (str(implied) if implied else None)
+    sizes = reading_config(settings, version)  # what a reading with it gets: the run trains for that
     return version, {
-        "model": model, "init_adapter": adapter,
-        "template_set": version.template_set if version else settings.template_set,
-        "chunk_tokens": (version and version.chunk_tokens) or settings.chunk_tokens,
-        "memory_tokens": (version and version.memory_tokens) or settings.memory_tokens,
-        "answer_tokens": settings.answer_tokens,
+        "model": model, "init_adapter": adapter, "template_set": sizes.template_set,
+        "chunk_tokens": sizes.chunk_tokens, "memory_tokens": sizes.memory_tokens, "answer_tokens": sizes.answer_tokens,
     }  # fmt: skip
 
 
