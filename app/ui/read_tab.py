@@ -15,6 +15,7 @@ from app.db import session_scope
 from app.services import documents, health, readings
 from app.services.documents import UploadError
 from app.services.errors import NotFound
+from app.services.reading_config import default_reading_config
 from app.services.readings import MAX_CHUNK_TOKENS, MAX_MEMORY_TOKENS, MIN_CHUNK_TOKENS, MIN_MEMORY_TOKENS
 from app.services.users import UserView
 from app.services.views import QUEUED
@@ -144,6 +145,12 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         return (gr.update(choices=choices, value=document_id), info, rows,
                 *open_reading(saved.get("reading")))
 
+    def on_defaults():  # noqa: ANN202 - two gr.update
+        """The sizes a reading asking for none gets now, as the boxes' placeholders."""
+        config = default_reading_config(settings)
+        return (gr.update(placeholder=f"{config.chunk_tokens} (default)"),
+                gr.update(placeholder=f"{config.memory_tokens} (default)"))
+
     def on_ask(document_id: int | None, question: str, more: str, chunk_tokens: float, memory_tokens: float,
                saved: dict | None):
         reading_id, *view = _ask(document_id, question, more, chunk_tokens, memory_tokens)
@@ -242,11 +249,12 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
             with gr.Accordion("More questions at once", open=False, elem_id="more-box"):
                 more_questions = gr.Textbox(label="More questions, one a line: read together with the one "
                                             "above, in one pass", lines=3, elem_id="more-questions")
-            with gr.Accordion("Reading settings", open=False):
-                # Limits are the service's (a clear "Cannot ask" message), not Gradio's.
-                chunk_tokens = gr.Number(settings.chunk_tokens, precision=0, elem_id="chunk-tokens",
+            with gr.Accordion("Reading settings", open=False) as reading_settings:
+                # Empty unless the user types a size: the reading then gets the active version's, else the
+                # settings' (the placeholder says which). Limits are the service's ("Cannot ask"), not Gradio's.
+                chunk_tokens = gr.Number(None, precision=0, elem_id="chunk-tokens",
                                          label=f"Chunk tokens ({MIN_CHUNK_TOKENS:,}–{MAX_CHUNK_TOKENS:,})")
-                memory_tokens = gr.Number(settings.memory_tokens, precision=0, elem_id="memory-tokens",
+                memory_tokens = gr.Number(None, precision=0, elem_id="memory-tokens",
                                           label=f"Memory tokens ({MIN_MEMORY_TOKENS:,}–{MAX_MEMORY_TOKENS:,})")
             ask = gr.Button("Ask", variant="primary", elem_id="ask")
             status = gr.Markdown(elem_id="status", latex_delimiters=[])
@@ -351,6 +359,8 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         save_feedback.click(details.on_feedback, [reading_id, verdict, corrected, comment],
                             [feedback_list, verdict, corrected, comment], show_progress="hidden")
         retry.click(on_retry, reading_id, [status, bar, memory, answer, timer, notice], show_progress="hidden")
+        ui.load(on_defaults, None, [chunk_tokens, memory_tokens], show_progress="hidden")
+        reading_settings.expand(on_defaults, None, [chunk_tokens, memory_tokens], show_progress="hidden")
         ui.load(on_restore, saved, [document, doc_info, readings_table, reading_id, question, *view[1:]],
                 show_progress="hidden")
 
