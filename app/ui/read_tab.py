@@ -42,9 +42,15 @@ NOTICE_S = 10.0  # seconds a refused cancel/retry's message stays above the live
 CLOSED = (None, "", "", gr.update(value="", label="Agent memory"), "", gr.Timer(active=False))
 
 
-def _tokens(value: float | None) -> int | None:
-    """A size typed in a Number box: None (the default) when left empty."""
-    return None if value is None else int(value)
+def _tokens(value: str | None, what: str) -> int | None:
+    """A size typed in a box: None (the reading's default) when left empty. A text box, as Gradio's Number box
+    cannot be empty (it shows and sends 0)."""
+    text = (value or "").strip().replace(",", "")
+    if not text:
+        return None
+    if not text.isdigit():
+        raise ValueError(f"{what} must be a whole number of tokens, or empty for the default (got {value!r})")
+    return int(text)
 
 
 def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # noqa: ANN201 - its connect()
@@ -151,19 +157,19 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         return (gr.update(placeholder=f"{config.chunk_tokens} (default)"),
                 gr.update(placeholder=f"{config.memory_tokens} (default)"))
 
-    def on_ask(document_id: int | None, question: str, more: str, chunk_tokens: float, memory_tokens: float,
+    def on_ask(document_id: int | None, question: str, more: str, chunk_tokens: str, memory_tokens: str,
                saved: dict | None):
         reading_id, *view = _ask(document_id, question, more, chunk_tokens, memory_tokens)
         return reading_id, *view, reading_rows(document_id), {**(saved or {}), "reading": reading_id}
 
-    def _ask(document_id: int | None, question: str, more: str, chunk_tokens: float, memory_tokens: float):
+    def _ask(document_id: int | None, question: str, more: str, chunk_tokens: str, memory_tokens: str):
         """Ask the question, and any more (one a line): read together in one pass; the first one opens."""
         if document_id is None:
             return None, "Upload or choose a document first.", "", "", "", gr.Timer(active=False)
         questions = [question] + [line for line in (more or "").splitlines() if line.strip()]
         try:
-            asked = readings.ask(settings, document_id, questions, _tokens(chunk_tokens), _tokens(memory_tokens),
-                                 user=me())
+            asked = readings.ask(settings, document_id, questions, _tokens(chunk_tokens, "chunk tokens"),
+                                 _tokens(memory_tokens, "memory tokens"), user=me())
         except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
             return None, f"**Cannot ask:** {text_md(exc)}", "", "", "", gr.Timer(active=False)
         also = (f" ({len(asked) - 1} more question{'s' if len(asked) > 2 else ''} read in the same pass: "
@@ -252,10 +258,10 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
             with gr.Accordion("Reading settings", open=False) as reading_settings:
                 # Empty unless the user types a size: the reading then gets the active version's, else the
                 # settings' (the placeholder says which). Limits are the service's ("Cannot ask"), not Gradio's.
-                chunk_tokens = gr.Number(None, precision=0, elem_id="chunk-tokens",
-                                         label=f"Chunk tokens ({MIN_CHUNK_TOKENS:,}–{MAX_CHUNK_TOKENS:,})")
-                memory_tokens = gr.Number(None, precision=0, elem_id="memory-tokens",
-                                          label=f"Memory tokens ({MIN_MEMORY_TOKENS:,}–{MAX_MEMORY_TOKENS:,})")
+                chunk_tokens = gr.Textbox(max_lines=1, elem_id="chunk-tokens",
+                                          label=f"Chunk tokens ({MIN_CHUNK_TOKENS:,}–{MAX_CHUNK_TOKENS:,})")
+                memory_tokens = gr.Textbox(max_lines=1, elem_id="memory-tokens",
+                                           label=f"Memory tokens ({MIN_MEMORY_TOKENS:,}–{MAX_MEMORY_TOKENS:,})")
             ask = gr.Button("Ask", variant="primary", elem_id="ask")
             status = gr.Markdown(elem_id="status", latex_delimiters=[])
             bar = gr.HTML(elem_id="progress")

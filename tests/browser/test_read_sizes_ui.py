@@ -56,9 +56,10 @@ def test_a_question_asked_in_the_browser_is_read_at_the_active_versions_sizes(pa
 
     # The boxes are empty; their placeholders name the active version's sizes, not the settings' 128 and 48.
     page.get_by_text("Reading settings").click()
-    chunk_box, memory_box = page.locator("#chunk-tokens input"), page.locator("#memory-tokens input")
-    page.wait_for_function("() => document.querySelector('#chunk-tokens input')?.placeholder === '512 (default)'",
-                           timeout=30_000)
+    chunk_box, memory_box = (page.locator(f"{box} input, {box} textarea").first
+                             for box in ("#chunk-tokens", "#memory-tokens"))
+    page.wait_for_function("() => document.querySelector('#chunk-tokens input, #chunk-tokens textarea')"
+                           "?.placeholder === '512 (default)'", timeout=30_000)
     assert (chunk_box.input_value(), memory_box.input_value()) == ("", "")
     assert memory_box.get_attribute("placeholder") == "64 (default)"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
