@@ -18,6 +18,7 @@ from app.api.routes import router
 from app.api.training import router as training_router
 from app.documents.pages import PageRenderError
 from app.documents.sandbox import warm_up as warm_up_parser
+from app.services.document_deletion import DeletionError
 from app.services.documents import UploadError
 from app.services.errors import NotFound
 from app.services.feedback import FeedbackError
@@ -58,7 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Errors the services raise for bad input: their message, with the status that says what went wrong.
     for error, code in ((UploadError, 413), (NotFound, 404), (ReadingError, 422), (PageRenderError, 422),
                         (FeedbackError, 422), (Forbidden, 403), (UserError, 422), (RunError, 422),
-                        (ModelVersionError, 422)):  # fmt: skip
+                        (ModelVersionError, 422), (DeletionError, 409)):  # fmt: skip
         api.add_exception_handler(error, _detail_response(code))
     auth.add_error_handlers(api)
 

@@ -17,6 +17,7 @@ from app.api.schemas import (
     AskIn,
     CheckpointOut,
     CheckpointsOut,
+    DeletionOut,
     DocumentOut,
     EditIn,
     FeedbackIn,
@@ -28,7 +29,7 @@ from app.api.schemas import (
     out,
 )
 from app.db import session_scope
-from app.services import documents, feedback, health, provenance, readings
+from app.services import document_deletion, documents, feedback, health, provenance, readings
 from app.settings import Settings
 
 router = APIRouter(prefix="/api")
@@ -77,6 +78,13 @@ def list_documents(settings: SettingsDep, user: UserDep) -> list[DocumentOut]:
 @router.get("/documents/{document_id}")
 def get_document(document_id: int, settings: SettingsDep, user: UserDep) -> DocumentOut:
     return out(DocumentOut, documents.show_document(settings, document_id, user=user))
+
+
+@router.delete("/documents/{document_id}")
+def delete_document(document_id: int, settings: SettingsDep, user: UserDep) -> DeletionOut:
+    """Delete the document with its readings, checkpoints, feedback, stored file and page images (its owner or
+    an admin). 409 while one of its readings is queued or running; feedback copied into a training run stays."""
+    return out(DeletionOut, document_deletion.delete_document(settings, document_id, user=user))
 
 
 @router.get(

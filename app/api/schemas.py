@@ -67,6 +67,18 @@ class DocumentOut(_Out):
     created_at: datetime
 
 
+class DeletionOut(_Out):
+    """What deleting a document removed."""
+
+    document_id: int
+    title: str
+    status: str = Field(description="the document's status when it was deleted (ready, failed, ...)")
+    readings: int
+    checkpoints: int
+    feedback: int
+    file_removed: bool = Field(description="False when another document shares the stored file (same bytes)")
+
+
 class AskIn(BaseModel):
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     chunk_tokens: int | None = Field(None, ge=MIN_CHUNK_TOKENS, le=MAX_CHUNK_TOKENS)

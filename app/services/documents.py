@@ -133,8 +133,9 @@ def document_view(d: Document, settings: Settings | None = None, with_page_map: 
 
 
 def list_documents(session: Session, user: UserView | None = None) -> list[Document]:
-    """`user`'s own documents (admins too: a list is one's own), newest first; None: every document."""
-    query = select(Document).order_by(Document.id.desc())
+    """`user`'s own documents (admins too: a list is one's own), newest first, the failed ones after the rest
+    (they are kept only to say why, until dismissed); None: every document."""
+    query = select(Document).order_by(Document.status == DocumentStatus.failed, Document.id.desc())
     if user is not None:
         query = query.where(Document.owner_id == user.id)
     return list(session.scalars(query))
