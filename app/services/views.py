@@ -38,6 +38,8 @@ class ProgressView:
     waiting_s: float | None = None
     #: running, but its worker stopped beating: it waits for a worker
     stalled: bool = False
+    #: the chunks before this one were not read by this reading: a branch starts after its edited step
+    read_from: int = 0
 
 
 QUEUED = ProgressView(step=0, total=None, elapsed_s=None, eta_s=None)
@@ -67,7 +69,7 @@ def reading_progress(r: Reading, stale_after_s: float | None = None, now: dateti
     return ProgressView(step=r.cursor, total=r.total_chunks, elapsed_s=elapsed,
                         reading_s=reading if r.started_at else None,
                         waiting_s=None if elapsed is None else max(0.0, elapsed - reading),
-                        eta_s=eta, stalled=stalled)  # fmt: skip
+                        eta_s=eta, stalled=stalled, read_from=r.branched_at_step or 0)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,11 @@ commits and enqueues); the UI only shows the views they return.
 
 Every service call passes the signed-in user (`me()`: Gradio's `gr.Request.username`, which the app's
 auth_dependency sets, app/api/auth.py), so the services' ownership checks hold for the UI too. Admins
-also get the Users panel (list, add, change role, disable) and the Training and Models tabs
-(app/ui/training_ui.py), hidden for readers.
+also get the Training and Models tabs (app/ui/training_ui.py) and the Admin tab with the Users panel (list, add,
+change role, disable), hidden for readers.
 
-This module builds the page's header (account, model status) and puts the tabs together: the Read tab
-(app/ui/read_tab.py) with the Users panel (app/ui/users_panel.py), then the admins' tabs."""
+This module builds the page's header (account, model status and the model version that reads) and puts the tabs
+together: the Read tab (app/ui/read_tab.py), then the admins' tabs (the Users panel: app/ui/users_panel.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import gradio as gr
 from gradio.context import LocalContext
 
 from app.db import session_scope
-from app.services import health, users
+from app.services import health, models, users
 from app.services.users import UserView
 from app.settings import Settings
 from app.ui.read_tab import build_read_tab
@@ -40,15 +40,18 @@ def build_ui(settings: Settings) -> gr.Blocks:
     def on_health():
         with session_scope(url) as s:
             h = health.health(s)
+            version = models.active_version(s)
+            model = (f"{version.name} (version #{version.id})" if version else
+                     f"{settings.model} (the configured model: no version is active)")  # fmt: skip
         failed = h.engine_state == "failed"
-        return describe_health(h), gr.update(value=h.detail if failed else "", visible=failed)
+        return describe_health(h, model), gr.update(value=h.detail if failed else "", visible=failed)
 
     def on_account():
-        """The header's account line (who is signed in, a sign-out button) and, for admins, the Users panel
-        and the Training and Models tabs."""
+        """The header's account line (who is signed in, a sign-out button) and, for admins, the Training,
+        Models and Admin tabs."""
         who = me()
         if who is None:
-            return "", *(gr.update(visible=False),) * 3, *users_panel.view(None)
+            return "", *(gr.update(visible=False),) * 4, *users_panel.view(None)
         if settings.mode == "production":
             line = (f'Signed in as <b id="account-name">{html.escape(who.username)}</b> ({html.escape(who.role)})'
                     '<form method="post" action="/logout" class="lr-signout">'
@@ -56,7 +59,7 @@ def build_ui(settings: Settings) -> gr.Blocks:
         else:
             line = (f'Acting as the local admin <b id="account-name">{html.escape(who.username)}</b> '
                     "(embedded mode: no sign-in)")
-        return (f'<div class="lr-account">{line}</div>', *(gr.update(visible=who.is_admin),) * 3,
+        return (f'<div class="lr-account">{line}</div>', *(gr.update(visible=who.is_admin),) * 4,
                 *users_panel.view("" if who.is_admin else None))
 
     with gr.Blocks(title="Longread") as ui:
@@ -70,8 +73,9 @@ def build_ui(settings: Settings) -> gr.Blocks:
         with gr.Tabs(elem_id="pages"):
             with gr.Tab("Read", id="read", elem_id="read-tab"):
                 connect_read_tab = build_read_tab(settings, me)
-                users_panel = build_users_panel(settings, me)
             admin_tabs = build_admin_tabs(settings, me)
+            with gr.Tab("Admin", id="admin", elem_id="admin-tab", visible=False) as admin_tab:
+                users_panel = build_users_panel(settings, me)
         # The document and reading open in this browser, restored after a reload.
         saved = gr.BrowserState({"document": None, "reading": None}, storage_key="longread-view")
         timer = gr.Timer(1.0, active=False)
@@ -81,6 +85,6 @@ def build_ui(settings: Settings) -> gr.Blocks:
         connect_read_tab(ui, saved, timer, list_timer)
         health_timer.tick(on_health, None, [health_line, engine_log], show_progress="hidden")
         ui.load(on_health, None, [health_line, engine_log], show_progress="hidden")
-        ui.load(on_account, None, [account, users_panel.box, admin_tabs.training, admin_tabs.models,
+        ui.load(on_account, None, [account, admin_tab, users_panel.box, admin_tabs.training, admin_tabs.models,
                                    *users_panel.outputs], show_progress="hidden")
     return ui

@@ -1,6 +1,6 @@
-"""The Read tab: upload or choose a document, ask, watch the agent read (chunk k of K, its current memory),
-get the answer; then its timeline (edit a memory and resume from it), provenance, branches, comparison and
-feedback."""
+"""The Read tab: upload or choose a document (or delete it), ask, watch the agent read (chunk k of K, its current
+memory), get the answer (several questions asked at once: side by side); then its timeline (edit a memory and
+resume from it), provenance, branches, comparison and feedback."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from app.services.readings import MAX_CHUNK_TOKENS, MAX_MEMORY_TOKENS, MIN_CHUNK
 from app.services.users import UserView
 from app.services.views import QUEUED
 from app.settings import Settings
+from app.ui.document_actions import DocumentActions
+from app.ui.pass_view import build_pass_view
 from app.ui.read_views import (
     BRANCH_COLUMNS,
     DIFF_COLORS,
@@ -37,9 +39,16 @@ from app.ui.text import text_md
 
 ACTIVE = {"queued", "running"}
 NOTICE_S = 10.0  # seconds a refused cancel/retry's message stays above the live status
-# An empty reading view: reading id, status, progress bar, memory, answer, timer (made here, outside the
-# page's layout: a Timer made while the tab is built would be rendered as one more component).
-CLOSED = (None, "", "", gr.update(value="", label="Agent memory"), "", gr.Timer(active=False))
+
+
+def closed() -> tuple:
+    """An empty reading view: reading id, status, progress bar, memory, answer, timer. Made afresh for every
+    event: Gradio pops an update's value when it applies it, so a shared update would clear the memory only once.
+    (The timer is made here, outside the page's layout: one made while the tab is built would be rendered.)"""
+    return None, "", "", gr.update(value="", label="Agent memory"), "", gr.Timer(active=False)
+
+
+VIEW_OUTPUTS = 6  # the reading view's parts, as closed() lists them
 
 
 def _tokens(value: str | None, what: str) -> int | None:
@@ -71,7 +80,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
     def on_upload(path: str | None, reading_id: int | None, saved: dict | None):
         """Store and parse the file, then show its document (the earlier one for the same bytes).
         The upload box is emptied (and Gradio's copy deleted) after."""
-        unchanged = (gr.update(),) * (3 + len(CLOSED))  # info line, table, saved, reading view
+        unchanged = (gr.update(),) * (3 + VIEW_OUTPUTS)  # info line, table, saved, reading view
         if not path:
             return gr.update(), gr.update(), *unchanged
         file = Path(path)
@@ -103,15 +112,31 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         document is closed."""
         saved = {**(saved or {}), "document": document_id}
         if document_id is None:
-            return "", [], saved, *CLOSED
+            return "", [], saved, *closed()
         try:
             info = describe_document(documents.show_document(settings, document_id, with_page_map=False, user=me()))
         except NotFound:
             info = ""
         keep = reading_id is not None and _document_of(reading_id) == document_id
         if keep:
-            return info, reading_rows(document_id), saved, *(gr.update(),) * len(CLOSED)
-        return info, reading_rows(document_id), {**saved, "reading": None}, *CLOSED
+            return info, reading_rows(document_id), saved, *(gr.update(),) * VIEW_OUTPUTS
+        return info, reading_rows(document_id), {**saved, "reading": None}, *closed()
+
+    def on_switch(document_id: int | None, reading_id: int | None, saved: dict | None):
+        """Another document chosen: its info and readings; the previous document's questions, pass, memory and
+        answer go (show_document closes a reading of another document)."""
+        return *show_document(document_id, reading_id, saved), "", "", [], gr.update(value="", visible=False)
+
+    def after_delete(document_id: int | None, reading_id: int | None, saved: dict | None):
+        """Once a deletion was tried: the menu without the document, and the tab cleared as for a switch (nothing
+        changes if it is still there: the deletion was refused)."""
+        keep = len(on_switch(None, None, None)) + 1
+        try:
+            documents.show_document(settings, document_id, with_page_map=False, user=me())
+            return (gr.update(),) * keep
+        except NotFound:
+            pass
+        return gr.update(choices=doc_choices(), value=None), *on_switch(None, None, saved)
 
     def on_refresh(document_id: int | None, shown: list[list[object]] | None):
         """Readings made elsewhere (the API, another tab) and their progress; no update when
@@ -133,7 +158,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         except NotFound:
             r = None
         if r is None:
-            return None, gr.update(), *CLOSED[1:]
+            return None, gr.update(), *closed()[1:]
         return reading_id, r.question, *on_tick(reading_id)
 
     def on_open(evt: gr.SelectData, saved: dict | None):
@@ -146,7 +171,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         document_id = saved.get("document")
         choices = doc_choices()
         if document_id not in {value for _, value in choices}:  # nothing to restore: leave the page be
-            return gr.update(choices=choices), *(gr.update(),) * (4 + len(CLOSED[1:]))
+            return gr.update(choices=choices), *(gr.update(),) * (4 + (VIEW_OUTPUTS - 1))
         info, rows, *_ = show_document(document_id, None, saved)
         return (gr.update(choices=choices, value=document_id), info, rows,
                 *open_reading(saved.get("reading")))
@@ -159,23 +184,24 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
 
     def on_ask(document_id: int | None, question: str, more: str, chunk_tokens: str, memory_tokens: str,
                saved: dict | None):
-        reading_id, *view = _ask(document_id, question, more, chunk_tokens, memory_tokens)
-        return reading_id, *view, reading_rows(document_id), {**(saved or {}), "reading": reading_id}
+        asked, reading_id, *view = _ask(document_id, question, more, chunk_tokens, memory_tokens)
+        return (reading_id, *view, reading_rows(document_id), {**(saved or {}), "reading": reading_id}, asked,
+                pass_view.show(asked))
 
     def _ask(document_id: int | None, question: str, more: str, chunk_tokens: str, memory_tokens: str):
         """Ask the question, and any more (one a line): read together in one pass; the first one opens."""
         if document_id is None:
-            return None, "Upload or choose a document first.", "", "", "", gr.Timer(active=False)
+            return [], None, "Upload or choose a document first.", "", "", "", gr.Timer(active=False)
         questions = [question] + [line for line in (more or "").splitlines() if line.strip()]
         try:
             asked = readings.ask(settings, document_id, questions, _tokens(chunk_tokens, "chunk tokens"),
                                  _tokens(memory_tokens, "memory tokens"), user=me())
         except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
-            return None, f"**Cannot ask:** {text_md(exc)}", "", "", "", gr.Timer(active=False)
+            return [], None, f"**Cannot ask:** {text_md(exc)}", "", "", "", gr.Timer(active=False)
         also = (f" ({len(asked) - 1} more question{'s' if len(asked) > 2 else ''} read in the same pass: "
-                "open them from the list below)") if len(asked) > 1 else ""  # fmt: skip
-        return (asked[0].id, f"Queued: waiting for a worker…{also}", progress_bar(QUEUED, "queued"), "", "",
-                gr.Timer(active=True))
+                "all of them side by side below)") if len(asked) > 1 else ""  # fmt: skip
+        return ([r.id for r in asked], asked[0].id, f"Queued: waiting for a worker…{also}",
+                progress_bar(QUEUED, "queued"), "", "", gr.Timer(active=True))
 
     def on_cancel(reading_id: int | None):
         return _act(readings.cancel, reading_id)
@@ -249,6 +275,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
             document = gr.Dropdown(label="Document", choices=doc_choices(), value=None,
                                    elem_id="document")
             doc_info = gr.Markdown(elem_id="doc-info", latex_delimiters=[])
+            actions = DocumentActions(settings, me)
         with gr.Column(scale=2):
             question = gr.Textbox(label="Question", placeholder="Which law governs this agreement?",
                                   elem_id="question")
@@ -270,6 +297,9 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
                 retry = gr.Button("Resume reading", size="sm", elem_id="retry")
             memory = gr.Textbox(label="Agent memory", lines=6, interactive=False, elem_id="memory")
             answer = gr.Textbox(label="Answer", interactive=False, elem_id="answer")
+            pass_view = build_pass_view(settings, me)
+            pass_ids = gr.State([])  # the readings of the last pass asked here (several questions at once)
+            followed = gr.State(None)  # [reading id, steps, following] (reading_details.follow_timeline)
             with gr.Accordion("Timeline: the memory after each chunk (edit one and resume from it)",
                               open=False, elem_id="timeline") as timeline:
                 step_slider = gr.Slider(0, 1, value=0, step=1, label="Step (arrow keys move through the steps)",
@@ -331,9 +361,13 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         view = [reading_id, status, bar, memory, answer, timer]
         shown = [doc_info, readings_table, saved, *view]
         upload.upload(on_upload, [upload, reading_id, saved], [upload, document, *shown], show_progress="hidden")
-        document.input(show_document, [document, reading_id, saved], shown, show_progress="hidden")
+        cleared = [*shown, question, more_questions, pass_ids, pass_view.box]
+        document.input(on_switch, [document, reading_id, saved], cleared, show_progress="hidden")
+        actions.connect(document, after_delete, [document, reading_id, saved], [document, *cleared])
         ask.click(on_ask, [document, question, more_questions, chunk_tokens, memory_tokens, saved],
-                  [*view, readings_table, saved], show_progress="hidden")
+                  [*view, readings_table, saved, pass_ids, pass_view.box], show_progress="hidden")
+        for tick in (timer, list_timer):
+            tick.tick(pass_view.follow, [pass_ids, pass_view.box], pass_view.box, show_progress="hidden")
         readings_table.select(on_open, saved, [reading_id, question, *view[1:], saved], show_progress="hidden")
         list_timer.tick(on_refresh, [document, readings_table], readings_table, show_progress="hidden")
         timer.tick(on_tick, [reading_id, notice], [status, bar, memory, answer, timer], show_progress="hidden")
@@ -342,6 +376,10 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         step_view = [step_info, step_chunk, step_memory, step_diff, resume]
         reading_id.change(details.load_timeline, reading_id, [step_slider, *step_view], show_progress="hidden")
         timeline.expand(details.load_timeline, reading_id, [step_slider, *step_view], show_progress="hidden")
+        # The status line changes as the reading reads and when it finishes: the timeline follows it.
+        status.change(details.follow_timeline, [reading_id, followed], [followed, step_slider, *step_view],
+                      show_progress="hidden")
+        step_slider.input(details.stop_following, followed, followed, show_progress="hidden")
         step_slider.change(details.show_step, [reading_id, step_slider], step_view, show_progress="hidden")
         provenance_view = [sources, source_spans, source_passage, source_note, source_page]
         reading_id.change(details.load_provenance, reading_id, provenance_view, show_progress="hidden")

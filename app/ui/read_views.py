@@ -70,7 +70,11 @@ def describe_progress(status: str, p: ProgressView, error: str | None, h: Health
         return f"Cancelled {where}: **Resume reading** carries on from there."
     total = p.total or 0
     if status == "done":
-        return (f"Done: read {total} chunk{'s' if total != 1 else ''} in {fmt_seconds(p.reading_s)}"
+        read = max(0, total - p.read_from)  # a branch reads only the chunks after its edited step
+        if p.read_from and not read:
+            return f"Done: answered from the edited memory in {fmt_seconds(p.reading_s)}{waited}."
+        which = f" ({p.read_from + 1}–{total} of {total}, after the edited step {p.read_from})" if p.read_from else ""
+        return (f"Done: read {read} chunk{'s' if read != 1 else ''}{which} in {fmt_seconds(p.reading_s)}"
                 f"{waited}.")
     if p.stalled or (h is not None and h.engine_state == "none"):
         return (f"Paused after chunk {p.step} of {total}: no worker is reading it; it resumes where it "
@@ -80,9 +84,11 @@ def describe_progress(status: str, p: ProgressView, error: str | None, h: Health
     return f"{phase} · read {fmt_seconds(p.reading_s)} · ETA {fmt_seconds(p.eta_s)}{waited}"
 
 
-def describe_health(h: Health) -> str:
-    """The page's status line: is a worker alive, is the model starting, ready or failed."""
-    return f"**Status:** {text_md(h.summary())}"
+def describe_health(h: Health, model: str | None = None) -> str:
+    """The page's status line: is a worker alive, is the model starting, ready or failed; and which model
+    version new questions are read with (`model`)."""
+    line = f"**Status:** {text_md(h.summary())}"
+    return f"{line} · **Model version:** {text_md(model)}" if model else line
 
 
 def describe_feedback(views: list[FeedbackView], note: str = "") -> str:

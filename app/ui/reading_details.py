@@ -36,6 +36,8 @@ class ReadingDetails:
     on_feedback: Callable
     show_step: Callable
     load_timeline: Callable
+    follow_timeline: Callable
+    stop_following: Callable
     compare_choices: Callable
     on_compare: Callable
     load_provenance: Callable
@@ -88,6 +90,28 @@ def build_reading_details(settings: Settings, me: Callable[[], UserView | None])
         if n == 0:
             return gr.update(minimum=0, maximum=1, value=0, interactive=False), *NO_STEP
         return gr.update(minimum=1, maximum=max(n, 2), value=n, interactive=n > 1), *show_step(reading_id, n)
+
+    def follow_timeline(reading_id: int | None, followed: list | None):
+        """The timeline follows the open reading as it reads and once it finishes (a branch included): new steps
+        extend the slider and, unless the person moved the slider themselves (stop_following), the timeline moves
+        on to the new last step. `followed` is [reading id, steps shown, following]; nothing changes while the
+        number of steps does not. (The slider is no input here: its value lags its bounds while they change.)"""
+        keep = (gr.update(),) * (1 + len(NO_STEP))
+        try:
+            n = len(readings.show(settings, reading_id, user=me()).checkpoints) if reading_id is not None else 0
+        except NotFound:
+            n = 0
+        if not followed or followed[0] != reading_id:  # just opened: load_timeline shows it
+            return [reading_id, n, True], *keep
+        if followed[1] == n:
+            return gr.update(), *keep
+        if not followed[2]:  # looking at a step of their choice: leave it there
+            return [reading_id, n, False], gr.update(maximum=max(n, 2), interactive=n > 1), *keep[1:]
+        return [reading_id, n, True], *load_timeline(reading_id)
+
+    def stop_following(followed: list | None):
+        """The person moved the slider: the timeline stays where they put it while the reading goes on."""
+        return [*followed[:2], False] if followed else followed
 
     def compare_choices(reading_id: int | None):
         """The other readings of the open reading's document, to compare answers with; this one on the left."""
@@ -179,5 +203,5 @@ def build_reading_details(settings: Settings, me: Callable[[], UserView | None])
         same = [[str(c) for c in row] for row in rows] == [[str(c) for c in row] for row in (shown or [])]
         return (gr.update(), gr.update()) if same else (rows, note)
 
-    return ReadingDetails(show_feedback, on_feedback, show_step, load_timeline, compare_choices, on_compare,
-                          load_provenance, on_source, load_branches, on_branches_refresh)
+    return ReadingDetails(show_feedback, on_feedback, show_step, load_timeline, follow_timeline, stop_following,
+                          compare_choices, on_compare, load_provenance, on_source, load_branches, on_branches_refresh)

@@ -73,6 +73,7 @@ def test_a_visitor_is_sent_to_sign_in_and_a_reader_sees_only_their_own(browser_p
     assert any(people["doc_a"].title in o for o in options), options
     assert not any(people["doc_b"].title in o for o in options), options
     assert not page.locator("#admin-users").is_visible()  # no Users panel for a reader
+    assert not page.get_by_role("tab", name="Admin", exact=True).is_visible()  # nor its tab
     assert page.locator("#users-table").count() == 0 or not page.locator("#users-table").is_visible()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "ui-signed-in-reader.png"), full_page=True)
@@ -90,6 +91,7 @@ def test_a_visitor_is_sent_to_sign_in_and_a_reader_sees_only_their_own(browser_p
 def test_the_admin_users_panel(browser_page, prod_server, people):
     page = browser_page
     _sign_in(page, prod_server.url, people["admin"].username)
+    page.get_by_role("tab", name="Admin", exact=True).click()  # the users have a tab of their own
     panel = page.locator("#admin-users")
     panel.wait_for(state="visible", timeout=30_000)
     cells = page.locator("#users-table [role=gridcell]")

@@ -1,0 +1,219 @@
+"""The Read tab's documents and what it shows for them: deleting a document asks first and takes it off the list,
+a failed upload is listed after the readable ones and can be dismissed, switching documents clears the previous
+one's question, memory and answer, a branch's timeline follows it to its end, the questions of one pass are shown
+side by side with their memories, and the Admin tab holds the users. The app runs without a worker: readings are
+read in this process with a scripted engine on the app's own database, while the page watches. The server is
+shared with other tests: every test makes its own documents."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+
+from app.db import session_scope
+from app.models import Document
+from app.services import readings
+from app.services.runner import run_readings
+from app.settings import Settings
+from tests.browser.test_timeline_ui import TEXT, _seed
+from tests.browser.uihelpers import watch
+from tests.fakes import FakeEngine
+
+pytestmark = pytest.mark.browser
+
+SHOTS = Path("/tmp/shots")
+IMG = "<img src=x onerror=alert(5)>"  # no slash: it stays in a file name
+
+
+def _upload(page, server, name: str, data: bytes) -> dict:  # noqa: ANN001
+    return page.request.post(server.url + "/api/documents", multipart={"file": {
+        "name": name, "mimeType": "application/octet-stream", "buffer": data}}).json()  # fmt: skip
+
+
+def _text(server, document_id: int) -> str:  # noqa: ANN001
+    with session_scope(Settings(data_dir=server.data_dir).resolved_database_url) as s:
+        return s.get(Document, document_id).text
+
+
+def _open_page(page, server) -> None:  # noqa: ANN001
+    page.goto(server.url + "/")
+    page.locator("#ask").wait_for(state="visible", timeout=60_000)
+
+
+def _options(page) -> list[str]:  # noqa: ANN001
+    page.locator("#document input").fill("")
+    page.locator("ul[role=listbox] [role=option]").first.wait_for(timeout=30_000)
+    return page.locator("ul[role=listbox] [role=option]").evaluate_all("els => els.map(e => e.ariaLabel)")
+
+
+def _choose(page, document_id: int) -> None:  # noqa: ANN001
+    page.locator("#document input").fill("")
+    page.locator(f'ul[role=listbox] [role=option][aria-label^="#{document_id} "]').click()
+
+
+def _respond(prompt: str) -> str:
+    memory = re.search(r"<memory>\n(.*?)\n</memory>", prompt, re.DOTALL).group(1)
+    if "<section>" in prompt:
+        return (memory + " +") if memory != "No previous memory" else "notes:"
+    return "\\boxed{answer from " + memory.split(":")[0] + "}"
+
+
+def test_deleting_a_document_asks_first_and_a_failed_upload_is_dismissed(ui_page, ui_server) -> None:
+    page = ui_page
+    SHOTS.mkdir(exist_ok=True)
+    dialogs, stray = watch(page, ui_server.url)
+    tag = uuid.uuid4().hex[:6]
+    doomed = _upload(page, ui_server, f"doomed-{tag} {IMG}.txt", (TEXT + tag).encode())
+    kept = _upload(page, ui_server, f"kept-{tag}.txt", (TEXT + tag + " kept").encode())
+    broken = _upload(page, ui_server, f"broken-{tag}.pdf", b"%PDF-1.4 this is no PDF " + tag.encode())
+    assert broken["status"] == "failed" and doomed["status"] == kept["status"] == "ready"
+    _seed(ui_server, doomed["id"], _text(ui_server, doomed["id"]))  # one finished reading of 4 steps
+
+    _open_page(page, ui_server)
+    labels = _options(page)
+    ours = [label for label in labels if tag in label]
+    assert ours[-1].startswith(f"#{broken['id']} ") and "(could not be read)" in ours[-1], ours
+    failed_at = [i for i, label in enumerate(labels) if "(could not be read)" in label]
+    assert failed_at == list(range(len(labels) - len(failed_at), len(labels))), labels  # after every ready one
+    page.keyboard.press("Escape")
+
+    # Delete asks first, naming the document and its readings; "Keep it" keeps it.
+    _choose(page, doomed["id"])
+    page.locator("#delete-document").click()
+    confirm = page.locator("#delete-confirm-text")
+    confirm.get_by_text("1 reading (4 checkpoints, 0 feedback) goes with it").wait_for(timeout=30_000)
+    text = confirm.inner_text()
+    assert f"Delete #{doomed['id']} doomed-{tag} {IMG}.txt?" in text and "4 checkpoints" in text, text
+    page.locator("#delete-yes").scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "docs37-delete-confirmation.png"), full_page=False)
+    page.locator("#delete-no").click()
+    page.locator("#delete-yes").wait_for(state="hidden", timeout=30_000)
+    assert page.request.get(f"{ui_server.url}/api/documents/{doomed['id']}").status == 200
+
+    page.locator("#delete-document").click()
+    page.locator("#delete-yes").click()
+    page.locator("#delete-msg").get_by_text(f"Deleted #{doomed['id']}").wait_for(timeout=30_000)
+    assert "with 1 reading" in page.locator("#delete-msg").inner_text()
+    assert page.request.get(f"{ui_server.url}/api/documents/{doomed['id']}").status == 404
+    page.wait_for_function("() => document.querySelector('#document input').value === ''", timeout=30_000)
+    page.locator("#doc-info").get_by_text("doomed").wait_for(state="detached", timeout=30_000)
+    assert not [label for label in _options(page) if label.startswith(f"#{doomed['id']} ")]
+    page.keyboard.press("Escape")
+
+    # A failed upload: no Delete, a Dismiss that takes it off the list at once.
+    _choose(page, broken["id"])
+    page.locator("#doc-info").get_by_text("could not be read").wait_for(timeout=30_000)
+    page.locator("#dismiss-document").wait_for(state="visible", timeout=30_000)
+    assert not page.locator("#delete-document").is_visible()
+    page.locator("#dismiss-document").click()
+    page.locator("#delete-msg").get_by_text(f"Dismissed #{broken['id']}").wait_for(timeout=30_000)
+    assert page.request.get(f"{ui_server.url}/api/documents/{broken['id']}").status == 404
+    assert [label for label in _options(page) if tag in label] == [f"#{kept['id']} kept-{tag}.txt"]
+
+    assert not dialogs, dialogs
+    assert not stray, stray
+    assert not page.locator("#delete-confirm-text img, #delete-msg img").count()
+    assert not page.page_errors, page.page_errors
+
+
+def test_switching_documents_clears_the_question_memory_and_answer(ui_page, ui_server) -> None:
+    page = ui_page
+    tag = uuid.uuid4().hex[:6]
+    first = _upload(page, ui_server, f"first-{tag}.txt", (TEXT + tag).encode())
+    second = _upload(page, ui_server, f"second-{tag}.txt", (TEXT + tag + " two").encode())
+    _seed(ui_server, first["id"], _text(ui_server, first["id"]))
+
+    _open_page(page, ui_server)
+    _choose(page, first["id"])
+    page.locator("#readings [role=gridcell]").filter(has_text="Which ships were logged?").first.click()
+    page.locator("#status").get_by_text("Done").wait_for(timeout=30_000)
+    assert page.locator("#answer textarea").input_value() == "ships 1 to 4"
+    assert page.locator("#memory textarea").input_value() and page.locator("#question textarea").input_value()
+    page.locator("#more-box").get_by_text("More questions at once").click()
+    page.locator("#more-questions textarea").fill("A second question?")
+
+    _choose(page, second["id"])
+    page.locator("#doc-info").get_by_text(f"second-{tag}.txt").wait_for(timeout=30_000)
+    page.wait_for_function("() => document.querySelector('#answer textarea').value === ''", timeout=30_000)
+    for box in ("question", "more-questions", "memory", "answer"):
+        assert page.locator(f"#{box} textarea").input_value() == "", box
+    assert page.locator("#status").inner_text().strip() == ""
+    assert not page.page_errors, page.page_errors
+
+
+def test_a_finished_branch_refreshes_its_open_timeline(ui_page, ui_server, tokenizer) -> None:
+    page = ui_page
+    settings = Settings(data_dir=ui_server.data_dir)
+    doc = _upload(page, ui_server, f"branch-{uuid.uuid4().hex[:6]}.txt", TEXT.encode())
+    original = _seed(ui_server, doc["id"], _text(ui_server, doc["id"]))
+    branch = readings.edit(settings, original, 2, "notes: edited at two", edited_by="test", enqueue=False).id
+
+    _open_page(page, ui_server)
+    _choose(page, doc["id"])
+    page.locator("#readings [role=gridcell]").filter(has_text=f"#{original} at step 2").first.click()
+    page.locator("#status").get_by_text("Queued").wait_for(timeout=30_000)
+    page.locator("#timeline").get_by_text("Timeline").first.click()
+    page.locator("#step-info").get_by_text("Step 2 of 2").wait_for(timeout=30_000)
+
+    run_readings(settings, [branch], FakeEngine(tokenizer, _respond))  # a worker reads it, the page watches
+    status = page.locator("#status")
+    status.get_by_text("Done").wait_for(timeout=30_000)
+    line = status.inner_text()
+    assert line.startswith("Done: read 2 chunks (3–4 of 4, after the edited step 2)"), line
+    page.locator("#step-info").get_by_text("Step 4 of 4").wait_for(timeout=30_000)  # no reopening needed
+    assert page.locator("#step-memory textarea").input_value() == "notes: edited at two + +"
+
+
+def test_a_pass_of_several_questions_is_shown_side_by_side(ui_page, ui_server, tokenizer) -> None:
+    page = ui_page
+    SHOTS.mkdir(exist_ok=True)
+    settings = Settings(data_dir=ui_server.data_dir)
+    name = f"pass-{uuid.uuid4().hex[:6]}.txt"
+    doc = _upload(page, ui_server, name, TEXT.encode())
+
+    _open_page(page, ui_server)
+    _choose(page, doc["id"])
+    page.locator("#doc-info").get_by_text(name).wait_for(timeout=30_000)  # switched: the question box is cleared
+    page.locator("#question textarea").fill("Which ships were logged?")
+    page.locator("#more-box").get_by_text("More questions at once").click()
+    page.locator("#more-questions textarea").fill(f"Where is island 3?\nWho keeps the log {IMG}?")
+    page.locator("#ask").click()
+    cards = page.locator("#pass-view .lr-pass-card")
+    cards.nth(2).wait_for(timeout=30_000)
+    ids = [int(i) for i in cards.evaluate_all("els => els.map(e => e.dataset.reading)")]
+    assert len(ids) == 3 and "queued" in cards.nth(1).inner_text()
+
+    def respond(prompt: str) -> str:
+        if "<section>" in prompt:
+            return "notes: " + re.search(r"island \d", prompt).group(0)
+        return "\\boxed{" + ("ships 1 to 4" if "ships" in prompt else "the keeper") + "}"
+
+    run_readings(settings, ids, FakeEngine(tokenizer, respond))
+    page.locator("#pass-view .lr-pass-answer").filter(has_text="the keeper").nth(1).wait_for(timeout=30_000)
+    texts = cards.all_inner_texts()
+    assert [t.count("done") for t in texts] == [1, 1, 1], texts
+    assert "Which ships were logged?" in texts[0] and "ships 1 to 4" in texts[0] and "notes: island" in texts[0]
+    assert f"Who keeps the log {IMG}?" in texts[2] and "the keeper" in texts[2]
+    boxes = [cards.nth(i).bounding_box() for i in range(3)]
+    assert boxes[0]["y"] == boxes[1]["y"] and boxes[0]["x"] < boxes[1]["x"], boxes  # side by side
+    page.locator("#pass-view").scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "docs37-multi-question-pass.png"), full_page=False)
+    assert not page.locator("#pass-view img").count()
+    assert not page.page_errors, page.page_errors
+
+
+def test_the_admin_tab_holds_the_users_and_the_status_line_names_the_model(ui_page, ui_server) -> None:
+    page = ui_page
+    SHOTS.mkdir(exist_ok=True)
+    _open_page(page, ui_server)
+    assert not page.locator("#admin-users").is_visible()  # not on the Read tab any more
+    page.locator("#health").get_by_text("Model version:").wait_for(timeout=30_000)
+    assert "no version is active" in page.locator("#health").inner_text()
+    page.get_by_role("tab", name="Admin", exact=True).click()
+    page.locator("#admin-users").wait_for(state="visible", timeout=30_000)
+    page.locator("#users-table [role=gridcell]").filter(has_text="local").first.wait_for(timeout=30_000)
+    page.screenshot(path=str(SHOTS / "docs37-admin-tab.png"), full_page=False)
+    assert not page.page_errors, page.page_errors

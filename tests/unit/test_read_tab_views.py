@@ -1,0 +1,57 @@
+"""What the Read tab shows for a finished branch, a multi-question pass and a deletion's confirmation."""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime
+
+from app.services.document_deletion import DeletionView
+from app.services.health import Health
+from app.services.views import CheckpointView, ProgressView, ReadingView
+from app.ui.document_actions import confirm_text
+from app.ui.pass_view import pass_cards_html
+from app.ui.read_views import describe_health, describe_progress
+
+
+def test_a_finished_branch_counts_the_chunks_it_read_not_the_whole_document() -> None:
+    branch = ProgressView(step=13, total=13, elapsed_s=9.0, eta_s=None, reading_s=6.0, read_from=7)
+    assert describe_progress("done", branch, None).startswith("Done: read 6 chunks (8–13 of 13, after the edited "
+                                                              "step 7) in 6 s")
+    whole = ProgressView(step=13, total=13, elapsed_s=9.0, eta_s=None, reading_s=6.0)
+    assert describe_progress("done", whole, None).startswith("Done: read 13 chunks in 6 s")
+    at_end = ProgressView(step=13, total=13, elapsed_s=2.0, eta_s=None, reading_s=1.0, read_from=13)
+    assert describe_progress("done", at_end, None).startswith("Done: answered from the edited memory")
+
+
+def _reading(i: int, question: str, answer: str | None, memory: str | None, status: str = "done") -> ReadingView:
+    steps = [CheckpointView(step=3, memory=memory, start_char=0, end_char=9, first_page=1, last_page=1, origin="agent",
+                            edited_by=None, prompt_tokens=1, completion_tokens=1, seconds=0.1,
+                            created_at=datetime(2026, 1, 1))] if memory is not None else []  # fmt: skip
+    return ReadingView(id=i, document_id=1, question=question, status=status, answer=answer, final_output=None,
+                       error=None, model="m", chunk_tokens=64, memory_tokens=32, template_set="memagent", cursor=3,
+                       total_chunks=3, created_at=None, parent_reading_id=None, branched_at_step=None,
+                       progress=ProgressView(3, 3, None, None), checkpoints=steps)  # fmt: skip
+
+
+def test_a_pass_shows_every_answer_beside_its_memory_and_escapes_them() -> None:
+    evil = '<img src=x onerror="alert(1)">'
+    out = pass_cards_html([_reading(4, "Who signs?", "Acme " + evil, "Acme signs on page 2"),
+                           _reading(5, f"Law {evil}?", None, None, status="running")])
+    assert out.count('class="lr-pass-card"') == 2 and "One pass, 2 questions" in out
+    assert "<img" not in out and html.escape("Acme " + evil) in out
+    assert out.index("Acme signs on page 2") < out.index('data-reading="5"')  # each memory in its own card
+    assert "Memory (after chunk 3)" in out and "Memory (none yet)" in out and "writing the answer" in out
+
+
+def test_the_delete_confirmation_names_the_document_and_its_readings() -> None:
+    text = confirm_text(DeletionView(7, "Lease *bold*", "ready", readings=3, checkpoints=12, feedback=1))
+    assert text.startswith("**Delete #7 Lease \\*bold\\*?** 3 readings (12 checkpoints, 1 feedback) go with it, "
+                           "and so do its file")
+    assert "1 reading (1 checkpoint, 0 feedback) goes with it" in confirm_text(DeletionView(8, "x", "ready", 1, 1, 0))
+    assert "It has no readings; with it go its file" in confirm_text(DeletionView(8, "x", "failed", 0, 0, 0))
+
+
+def test_the_status_line_names_the_model_version() -> None:
+    h = Health(1, "ready", "vllm-local", None, None)
+    assert describe_health(h, "reader-v2 (version #3)").endswith("· **Model version:** reader\\-v2 \\(version \\#3\\)")
+    assert "Model version" not in describe_health(h)
