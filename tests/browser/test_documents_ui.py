@@ -147,7 +147,8 @@ def test_switching_documents_clears_the_question_memory_and_answer(ui_page, ui_s
 def test_a_finished_branch_refreshes_its_open_timeline(ui_page, ui_server, tokenizer) -> None:
     page = ui_page
     settings = Settings(data_dir=ui_server.data_dir)
-    doc = _upload(page, ui_server, f"branch-{uuid.uuid4().hex[:6]}.txt", TEXT.encode())
+    tag = uuid.uuid4().hex[:6]
+    doc = _upload(page, ui_server, f"branch-{tag}.txt", (TEXT + tag).encode())
     original = _seed(ui_server, doc["id"], _text(ui_server, doc["id"]))
     branch = readings.edit(settings, original, 2, "notes: edited at two", edited_by="test", enqueue=False).id
 
@@ -172,7 +173,7 @@ def test_a_pass_of_several_questions_is_shown_side_by_side(ui_page, ui_server, t
     SHOTS.mkdir(exist_ok=True)
     settings = Settings(data_dir=ui_server.data_dir)
     name = f"pass-{uuid.uuid4().hex[:6]}.txt"
-    doc = _upload(page, ui_server, name, TEXT.encode())
+    doc = _upload(page, ui_server, name, (TEXT + name).encode())  # bytes of its own: a document of its own
 
     _open_page(page, ui_server)
     _choose(page, doc["id"])
@@ -182,7 +183,8 @@ def test_a_pass_of_several_questions_is_shown_side_by_side(ui_page, ui_server, t
     page.locator("#more-questions textarea").fill(f"Where is island 3?\nWho keeps the log {IMG}?")
     page.locator("#ask").click()
     cards = page.locator("#pass-view .lr-pass-card")
-    cards.nth(2).wait_for(timeout=30_000)
+    page.locator("#status").get_by_text("2 more questions read in the same pass").wait_for(timeout=60_000)
+    cards.nth(2).wait_for(timeout=60_000)
     ids = [int(i) for i in cards.evaluate_all("els => els.map(e => e.dataset.reading)")]
     assert len(ids) == 3 and "queued" in cards.nth(1).inner_text()
 
