@@ -123,6 +123,8 @@ class Reading(Base):
     #: reads on from the next chunk; the parent never changes.
     parent_reading_id: Mapped[int | None] = mapped_column(ForeignKey("reading.id"), index=True)
     branched_at_step: Mapped[int | None] = mapped_column(Integer)
+    #: the contract review this reading is one question of (app/services/review.py); None: asked alone
+    review_id: Mapped[int | None] = mapped_column(ForeignKey("review.id"), index=True)
     status: Mapped[ReadingStatus] = mapped_column(_enum(ReadingStatus), default=ReadingStatus.queued)
     #: index of the next chunk to read; equals total_chunks once every chunk is read
     cursor: Mapped[int] = mapped_column(Integer, default=0)
@@ -153,6 +155,19 @@ class Reading(Base):
         if self.parent is None or self.branched_at_step is None:
             return own
         return [c for c in self.parent.timeline() if c.step < self.branched_at_step] + own
+
+
+class Review(Base):
+    """A contract review: the readings of one pass that asks every CUAD category of a document
+    (app/services/review.py). The answers stay on the readings; this row only groups them."""
+
+    __tablename__ = "review"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    document_id: Mapped[int] = mapped_column(ForeignKey("document.id"), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    readings: Mapped[list[Reading]] = relationship(order_by="Reading.id")
 
 
 class ModelVersion(Base):

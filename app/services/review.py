@@ -1,0 +1,240 @@
+"""Contract review: every CUAD category asked of a document in one pass (training/tasks/cuad_questions.py),
+kept with the document as a `Review` that groups the pass's readings, and shown as a checklist table:
+category, answer, the page(s) where its evidence entered the memory and the passage there.
+
+`review` validates, commits and enqueues after the commit, like readings.ask (the API, the UI and the CLI
+call it); `show_review` builds the table from the readings' checkpoints; `to_csv` and `to_markdown` export
+it. All questions are asked together, so the runner reads them in lockstep, one batched call a chunk.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.db import session_scope
+from app.documents.base import page_of, page_unit
+from app.models import Checkpoint, Review
+from app.queue import request_reading_pass
+from app.services.documents import require_document
+from app.services.errors import NotFound, valid_id
+from app.services.provenance import best_passage, entered_at, sentences, words
+from app.services.readings import ReadingError, create_readings
+from app.services.users import UserView, can_see, resolve_actor
+from app.settings import Settings
+from training.tasks.cuad_questions import REVIEW_QUESTIONS, YES_NO
+from training.verifier import first_yes_no
+
+#: the answer filters the UI offers (and `filter_rows` takes)
+FILTERS = ("All", "Yes", "No", "Found", "Not found")
+
+
+@dataclass(frozen=True)
+class ReviewRow:
+    category: str
+    #: `extract` (a value: a date, the parties) or `yes-no` (is the clause there)
+    kind: str
+    reading_id: int
+    status: str
+    answer: str | None
+    #: the step whose memory first held the answer (and every later one did); None: no evidence found
+    step: int | None
+    #: the page(s) the evidence passage is printed on (PDF) or the section(s) it is in; None with step None
+    first_page: int | None
+    last_page: int | None
+    #: the passage of that step's chunk that holds the evidence: character offsets in the document, its text
+    passage_start: int | None
+    passage_end: int | None
+    passage: str | None
+
+    @property
+    def found(self) -> bool:
+        return self.step is not None
+
+
+@dataclass(frozen=True)
+class ReviewView:
+    id: int
+    document_id: int
+    document_title: str
+    #: `page` (PDF) or `section`
+    page_unit: str
+    created_at: datetime | None
+    #: every reading of the review has finished (done, failed or cancelled)
+    done: bool
+    rows: list[ReviewRow]
+
+
+class ReviewError(ReadingError):
+    """A review request that cannot be met; the message is shown to the user (the API answers 422)."""
+
+
+# --- the table, from a reading's checkpoints (pure: tested with fake readings) ----------------------
+
+
+def find_evidence(category: str, kind: str, answer: str | None, steps: Sequence[Checkpoint],
+                  text: str) -> tuple[int, int, int] | None:  # fmt: skip
+    """(step, passage start, passage end) of the answer's evidence, or None.
+
+    The evidence is the first sentence of the answer that the memory holds from some step on (provenance's
+    `entered_at`: where it entered the memory and stayed), matched to its passage in that step's chunk; else
+    the sentence of the final memory sharing most words with the answer ("Ohio law" with "the laws of the
+    State of Ohio"). A yes/no answer's "Yes" is in no memory: its evidence is the final memory's sentence
+    sharing most words with the category. A "No" (or no yes or no) has none: the clause is absent."""
+    memories = [c.memory for c in steps]
+    if not memories or not answer:
+        return None
+    if kind == YES_NO and first_yes_no(answer) != "yes":
+        return None
+    topic = words(category.replace("/", " ").replace("-", " ")) if kind == YES_NO else words(answer)
+    final = [memories[-1][a:b] for a, b in sentences(memories[-1])]
+    related = sorted((m for m in final if words(m) & topic), key=lambda m: -len(words(m) & topic))
+    own = [answer[a:b] for a, b in sentences(answer)] if kind != YES_NO else []
+    for sentence in own + related:
+        k = entered_at(sentence, memories)
+        if k is None:
+            continue
+        c = steps[k - 1]
+        a, b, _ = best_passage(sentence, text, c.start_char, c.end_char)
+        return k, a, b
+    return None
+
+
+def review_row(category: str, kind: str, reading, text: str, page_starts: list[int]) -> ReviewRow:  # noqa: ANN001
+    """One row of the table: `reading` is a Reading (or anything with its id, status, answer and timeline())."""
+    status = getattr(reading.status, "value", reading.status)
+    found = find_evidence(category, kind, reading.answer, reading.timeline(), text) if status == "done" else None
+    if found is None:
+        return ReviewRow(category, kind, reading.id, status, reading.answer, None, None, None, None, None, None)
+    k, a, b = found
+    first, last = page_of(page_starts, a), page_of(page_starts, max(a, b - 1))
+    return ReviewRow(category, kind, reading.id, status, reading.answer, k, first, last, a, b, text[a:b])
+
+
+def pages_text(row: ReviewRow, unit: str = "page") -> str:
+    """Where the evidence is: "page 3", "pages 3–4" (or sections); "" where none was found."""
+    first, last = row.first_page, row.last_page
+    if first is None:
+        return ""
+    return f"{unit} {first}" if first == last else f"{unit}s {first}–{last}"
+
+
+def page_link(document_id: int, row: ReviewRow, unit: str = "page") -> str:
+    """The PDF page the row's evidence is printed on, as the app serves it; "" for other formats."""
+    if unit != "page" or row.first_page is None:
+        return ""
+    return f"/api/documents/{int(document_id)}/pages/{int(row.first_page)}.png"
+
+
+def filter_rows(rows: Sequence[ReviewRow], which: str = "All") -> list[ReviewRow]:
+    """The rows answered `Yes` or `No` (by the answer's first yes or no), with evidence (`Found`) or
+    without (`Not found`), or all of them."""
+    if which not in FILTERS:
+        raise ReviewError(f"unknown filter {which!r}; choose one of {', '.join(FILTERS)}")
+    keep = {
+        "All": lambda r: True,
+        "Yes": lambda r: r.status == "done" and first_yes_no(r.answer or "") == "yes",
+        "No": lambda r: r.status == "done" and first_yes_no(r.answer or "") == "no",
+        "Found": lambda r: r.found,
+        "Not found": lambda r: not r.found,
+    }[which]
+    return [r for r in rows if keep(r)]
+
+
+# --- exports: one function a format, used by the UI's downloads and the CLI's flags ----------------
+
+EXPORT_COLUMNS = ("Category", "Kind", "Answer", "Pages", "Passage", "Page image", "Reading")
+
+
+def _export_rows(view: ReviewView, rows: Sequence[ReviewRow] | None) -> list[list[str]]:
+    return [[r.category, r.kind, " ".join((r.answer or "").split()) if r.status == "done" else f"({r.status})",
+             pages_text(r, view.page_unit), " ".join((r.passage or "").split()),
+             page_link(view.document_id, r, view.page_unit), str(r.reading_id)]
+            for r in (view.rows if rows is None else rows)]  # fmt: skip
+
+
+def to_csv(view: ReviewView, rows: Sequence[ReviewRow] | None = None) -> str:
+    """The table (`rows`: a filtered part of it) as CSV, a header line first."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(EXPORT_COLUMNS)
+    writer.writerows(_export_rows(view, rows))
+    return out.getvalue()
+
+
+def _md_cell(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(view: ReviewView, rows: Sequence[ReviewRow] | None = None) -> str:
+    """The table (`rows`: a filtered part of it) as a Markdown document: a heading, then a pipe table."""
+    lines = [f"# Contract review #{view.id}: {_md_cell(view.document_title)}", "",
+             "| " + " | ".join(EXPORT_COLUMNS) + " |", "|" + "---|" * len(EXPORT_COLUMNS)]  # fmt: skip
+    for row in _export_rows(view, rows):
+        lines.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# --- the use cases ------------------------------------------------------------------------------------
+
+
+def require_review(session: Session, review_id: int, user: UserView | None = None) -> Review:
+    """The review, or NotFound: also when its document is another user's (the same answer as a missing one)."""
+    r = session.get(Review, review_id) if valid_id(review_id) else None
+    if r is None or not can_see(user, require_document(session, r.document_id).owner_id):
+        raise NotFound(f"no review {review_id}")
+    return r
+
+
+def _view(session: Session, review: Review) -> ReviewView:
+    doc = require_document(session, review.document_id)
+    text, starts = doc.text or "", list(doc.page_starts or [])
+    kinds = {q: (category, kind) for category, kind, q in REVIEW_QUESTIONS}
+    rows = [review_row(*kinds.get(r.question, (r.question, "extract")), r, text, starts) for r in review.readings]
+    done = all(r.status in ("done", "failed", "cancelled") for r in rows)
+    return ReviewView(review.id, doc.id, doc.title, page_unit(doc.format), review.created_at, done, rows)
+
+
+def review(settings: Settings, document_id: int, chunk_tokens: int | None = None, memory_tokens: int | None = None,
+           *, enqueue: bool = True, user: UserView | None = None) -> ReviewView:  # fmt: skip
+    """Review a contract: all 41 CUAD questions as readings of one new review, committed, then a worker asked
+    to read them in one pass (`enqueue=False`: the caller reads them, as `longread review` does)."""
+    with session_scope(settings.resolved_database_url) as s:
+        actor = resolve_actor(s, settings, user)
+        questions = [q for _, _, q in REVIEW_QUESTIONS]
+        rs = create_readings(s, settings, document_id, questions, chunk_tokens, memory_tokens, actor)
+        r = Review(document_id=document_id)
+        s.add(r)
+        s.flush()
+        for reading in rs:
+            reading.review_id = r.id
+        s.flush()
+        s.refresh(r)
+        view = _view(s, r)
+    if enqueue:  # committed first, so the worker always finds the readings
+        request_reading_pass(settings)
+    return view
+
+
+def show_review(settings: Settings, review_id: int, *, user: UserView | None = None) -> ReviewView:
+    """The review's checklist table as it stands (rows of unfinished readings have no answer yet)."""
+    with session_scope(settings.resolved_database_url) as s:
+        return _view(s, require_review(s, review_id, resolve_actor(s, settings, user)))
+
+
+def document_reviews(settings: Settings, document_id: int, *, user: UserView | None = None) -> list[int]:
+    """The ids of the document's reviews, newest first (NotFound if no such document, or not the user's)."""
+    with session_scope(settings.resolved_database_url) as s:
+        require_document(s, document_id, resolve_actor(s, settings, user))
+        return list(s.scalars(select(Review.id).where(Review.document_id == document_id).order_by(Review.id.desc())))
+
+
+def filtered(view: ReviewView, which: str = "All") -> ReviewView:
+    """The review with only the rows `filter_rows` keeps."""
+    return replace(view, rows=filter_rows(view.rows, which))

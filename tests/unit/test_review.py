@@ -1,0 +1,133 @@
+"""The contract review's questions, checklist table (from fake readings' checkpoints) and exports."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from app.services.review import (
+    EXPORT_COLUMNS,
+    ReviewError,
+    ReviewView,
+    filter_rows,
+    find_evidence,
+    page_link,
+    pages_text,
+    review_row,
+    to_csv,
+    to_markdown,
+)
+from training.tasks import DATA_DIR
+from training.tasks.cuad_questions import EXTRACT, REVIEW_QUESTIONS, YES_NO
+
+# Three pages: the governing-law clause on page 2, the insurance clause on page 3.
+PAGES = [
+    "MASTER SUPPLY AGREEMENT. This Agreement is made between Acme Corp and Beta LLC. ",
+    "Payment is due in thirty days. This Agreement shall be governed by the laws of the State of Ohio. ",
+    "Supplier shall maintain general liability insurance of two million dollars. Notices go by mail. ",
+]
+TEXT = "".join(PAGES)
+STARTS = [sum(len(p) for p in PAGES[:i]) for i in range(len(PAGES))]
+
+
+def step(memory: str, page: int) -> SimpleNamespace:
+    return SimpleNamespace(memory=memory, start_char=STARTS[page - 1], end_char=STARTS[page - 1] + len(PAGES[page - 1]))
+
+
+STEPS = [
+    step("No relevant information yet.", 1),
+    step("Governed by the laws of the State of Ohio.", 2),
+    step("Governed by the laws of the State of Ohio. Supplier must maintain general liability insurance.", 3),
+]
+
+
+def reading(answer: str | None, status: str = "done", reading_id: int = 1, steps=STEPS) -> SimpleNamespace:  # noqa: ANN001
+    return SimpleNamespace(id=reading_id, status=status, answer=answer, timeline=lambda: list(steps))
+
+
+def view(rows: list, unit: str = "page") -> ReviewView:
+    return ReviewView(7, 3, "Supply | Agreement", unit, None, True, rows)
+
+
+def test_the_41_questions_are_the_data_files_questions():
+    assert len(REVIEW_QUESTIONS) == 41 and len({c for c, _, _ in REVIEW_QUESTIONS}) == 41
+    assert sum(k == EXTRACT for _, k, _ in REVIEW_QUESTIONS) == 8
+    held_out = {q["category"]: q["question"]
+                for c in json.loads((DATA_DIR / "contracts" / "cases.json").read_text(encoding="utf-8"))
+                for q in c["qa"]}  # fmt: skip
+    with (DATA_DIR / "contracts-train" / "cases.jsonl").open(encoding="utf-8") as f:
+        train = {q["category"]: q for q in json.loads(f.readline())["qa"]}
+    for category, kind, question in REVIEW_QUESTIONS:
+        if kind == EXTRACT:
+            assert question == held_out[category]
+        else:
+            assert train[category]["kind"] == "yes-no"
+            assert question == train[category]["question"].replace(" ()", "")
+            assert "()" not in question
+    assert {c for c, k, _ in REVIEW_QUESTIONS if k == YES_NO} == {c for c, q in train.items() if q["kind"] == "yes-no"}
+
+
+def test_an_extracted_answer_points_to_the_step_and_page_where_it_entered_the_memory():
+    row = review_row("Governing Law", EXTRACT, reading("The laws of the State of Ohio."), TEXT, STARTS)
+    assert row.step == 2 and (row.first_page, row.last_page) == (2, 2)
+    assert row.passage == "This Agreement shall be governed by the laws of the State of Ohio."
+    assert TEXT[row.passage_start : row.passage_end] == row.passage
+    assert pages_text(row) == "page 2" and page_link(3, row) == "/api/documents/3/pages/2.png"
+    assert page_link(3, row, "section") == "" and pages_text(row, "section") == "section 2"
+
+
+def test_a_yes_points_to_the_memory_sentence_on_its_category_and_a_no_to_nothing():
+    yes = review_row("Insurance", YES_NO, reading("Yes."), TEXT, STARTS)
+    assert yes.step == 3 and yes.first_page == 3 and "liability insurance" in yes.passage
+    no = review_row("Insurance", YES_NO, reading("No, there is none."), TEXT, STARTS)
+    assert no.step is None and no.passage is None and pages_text(no) == "" and page_link(3, no) == ""
+
+
+def test_an_answer_no_memory_held_and_an_unfinished_reading_have_no_evidence():
+    assert find_evidence("Parties", EXTRACT, "Gamma Inc and Delta plc", STEPS, TEXT) is None
+    assert find_evidence("Parties", EXTRACT, "Acme", [], TEXT) is None
+    running = review_row("Governing Law", EXTRACT, reading(None, status="running"), TEXT, STARTS)
+    assert running.status == "running" and running.step is None and running.answer is None
+
+
+def rows() -> list:
+    return [review_row("Governing Law", EXTRACT, reading("Ohio law.", reading_id=1), TEXT, STARTS),
+            review_row("Insurance", YES_NO, reading("Yes, it does.", reading_id=2), TEXT, STARTS),
+            review_row("Audit Rights", YES_NO, reading("No.", reading_id=3), TEXT, STARTS),
+            review_row("Cap On Liability", YES_NO, reading(None, "queued", reading_id=4), TEXT, STARTS)]  # fmt: skip
+
+
+def test_filters_keep_the_rows_they_name():
+    r = rows()
+    assert [x.category for x in filter_rows(r, "Yes")] == ["Insurance"]
+    assert [x.category for x in filter_rows(r, "No")] == ["Audit Rights"]
+    assert [x.category for x in filter_rows(r, "Found")] == ["Governing Law", "Insurance"]
+    assert [x.category for x in filter_rows(r, "Not found")] == ["Audit Rights", "Cap On Liability"]
+    assert filter_rows(r) == r
+    with pytest.raises(ReviewError, match="choose one of"):
+        filter_rows(r, "Maybe")
+
+
+def test_csv_export_has_a_header_and_a_line_a_row():
+    got = list(csv.reader(io.StringIO(to_csv(view(rows())))))
+    assert tuple(got[0]) == EXPORT_COLUMNS
+    assert got[1] == ["Governing Law", "extract", "Ohio law.", "page 2",
+                      "This Agreement shall be governed by the laws of the State of Ohio.",
+                      "/api/documents/3/pages/2.png", "1"]  # fmt: skip
+    assert got[3][2:4] == ["No.", ""] and got[4][2] == "(queued)"
+    only_yes = list(csv.reader(io.StringIO(to_csv(view(rows()), filter_rows(rows(), "Yes")))))
+    assert [line[0] for line in only_yes[1:]] == ["Insurance"]
+
+
+def test_markdown_export_is_a_pipe_table_with_cells_escaped():
+    md = to_markdown(view(rows()))
+    lines = md.splitlines()
+    assert lines[0] == "# Contract review #7: Supply \\| Agreement"
+    assert lines[2] == "| " + " | ".join(EXPORT_COLUMNS) + " |" and lines[3].count("---") == len(EXPORT_COLUMNS)
+    assert len(lines) == 4 + 4 and lines[4].startswith("| Governing Law | extract | Ohio law. | page 2 |")
+    assert all(len(re.findall(r"(?<!\\)\|", line)) == len(EXPORT_COLUMNS) + 1 for line in lines[2:])
