@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from app.api import auth
+from app.api.review import router as review_router
 from app.api.routes import router
 from app.api.training import router as training_router
 from app.documents.pages import PageRenderError
@@ -73,6 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.include_router(auth.pages)
     api.include_router(router)
     api.include_router(training_router)
+    api.include_router(review_router)
     api.mount("/app-static", StaticFiles(directory=STATIC_DIR), name="app-static")
     css = (STATIC_DIR / "longread.css").read_text()
     # The UI refuses files over the limit itself, with a message that says so (see UPLOAD_HEADROOM).

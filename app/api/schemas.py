@@ -337,3 +337,34 @@ class ModelVersionOut(_Out):
     created_at: datetime
     run_id: int | None = Field(None, description="the training run promoted to it")
     lineage: list[str] = Field([], description="from the base model to this version, through runs and versions")
+
+
+class ReviewIn(BaseModel):
+    chunk_tokens: int | None = Field(None, ge=MIN_CHUNK_TOKENS, le=MAX_CHUNK_TOKENS)
+    memory_tokens: int | None = Field(None, ge=MIN_MEMORY_TOKENS, le=MAX_MEMORY_TOKENS)
+
+
+class ReviewRowOut(_Out):
+    category: str
+    kind: Literal["extract", "yes-no"]
+    reading_id: int
+    status: str
+    answer: str | None
+    step: int | None = Field(description="the step whose memory first held the answer; None: no evidence found")
+    first_page: int | None = Field(description="the page (PDF) or section where the evidence passage starts")
+    last_page: int | None
+    passage_start: int | None = Field(description="the evidence passage: character offsets in the document text")
+    passage_end: int | None
+    passage: str | None
+
+
+class ReviewOut(_Out):
+    """A contract review: one row a CUAD category, in one pass over the document."""
+
+    id: int
+    document_id: int
+    document_title: str
+    page_unit: str
+    created_at: datetime | None
+    done: bool
+    rows: list[ReviewRowOut]
