@@ -108,7 +108,9 @@ class Settings(BaseSettings):
         "trained on `chunk-first`, MemAgent's RL-MemoryAgent models on `memagent`."
     )
     max_batch: int = Field(
-        16, ge=1, description="Most readings a worker advances together (one batched model call per step)."
+        64, ge=1, description="Most readings a worker advances together (one batched model call per step); "
+        "at least MAX_QUESTIONS (64), so that questions asked together, a contract review's 41 among them, are "
+        "read in one pass. The in-process engine splits a call into batches of its own (16).",
     )
     host: str = Field("127.0.0.1", description="Address the web app listens on.")
     port: int = Field(8000, description="Port the web app listens on.")

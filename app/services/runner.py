@@ -187,7 +187,8 @@ def run_readings(settings: Settings, reading_ids: list[int] | None = None, engin
 
     With `reading_ids`, exactly those (failed or interrupted ones resume at their cursor; done or
     cancelled ones are skipped). Without, every queued or stalled reading, and readings queued
-    while the pass is under way join it at the next step, up to `settings.max_batch` at once.
+    while the pass is under way join it at the next step. Up to `settings.max_batch` at once: the
+    rest join at the next step after others finish.
     Returns how many readings this call finished.
     """
     engines = _engines(settings, engine)
@@ -250,8 +251,8 @@ def _run(settings: Settings, engines: EngineOf, reading_ids: list[int] | None,
                     raise
                 finished += len(done)
                 live = [x for x in live if x.id not in done]
-            if reading_ids is None and len(live) < settings.max_batch:
-                live += _claim(settings, engines, None, settings.max_batch - len(live), chunk_cache)
+            if len(live) < settings.max_batch:  # by id: the rest of those ids (more than max_batch were asked)
+                live += _claim(settings, engines, reading_ids, settings.max_batch - len(live), chunk_cache)
     except EngineUnavailable as exc:
         # An outage, not a crash and not the reading's fault: its checkpoints stay, it goes back to the
         # queue with a note that says why it waits, and the sweeper of any worker tries again later.

@@ -130,3 +130,13 @@ def test_a_reading_with_a_live_runner_is_not_taken_twice(db_settings, tokenizer)
         r = get_reading(s, reading_id)
         r.heartbeat_at = utcnow() - timedelta(seconds=db_settings.stale_after_s + 1)  # ... and died
     assert run_readings(db_settings, engine=engine) == 1
+
+
+def test_readings_by_id_past_max_batch_are_all_read(db_settings, tokenizer):
+    settings = db_settings.model_copy(update={"max_batch": 3})
+    _, ids = _new_reading(settings, n_questions=7)
+    engine = FakeEngine(tokenizer, echo_last_line)
+    assert run_readings(settings, ids, engine) == 7  # three at a time: the rest join as others finish
+    with session_scope(settings.resolved_database_url) as s:
+        assert {get_reading(s, i).status for i in ids} == {ReadingStatus.done}
+    assert max(len(messages) for messages, _ in engine.calls) == 3
