@@ -92,7 +92,8 @@ def find_evidence(category: str, kind: str, answer: str | None, steps: Sequence[
         return None
     if kind == YES_NO and first_yes_no(answer) != "yes":
         return None
-    topic = words(category.replace("/", " ").replace("-", " ")) if kind == YES_NO else words(answer)
+    topic = {w for w in words(category.replace("/", " ").replace("-", " ") if kind == YES_NO else answer)
+             if len(w) > 3 or w.isdigit()}  # not "the", "of", "and": they say nothing of the evidence
     final = [memories[-1][a:b] for a, b in sentences(memories[-1])]
     related = sorted((m for m in final if words(m) & topic), key=lambda m: -len(words(m) & topic))
     own = [answer[a:b] for a, b in sentences(answer)] if kind != YES_NO else []

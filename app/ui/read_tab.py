@@ -35,6 +35,7 @@ from app.ui.read_views import (
     reading_row,
 )
 from app.ui.reading_details import build_reading_details
+from app.ui.review_panel import build_review_panel
 from app.ui.text import text_md
 
 ACTIVE = {"queued", "running"}
@@ -354,6 +355,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
                                   wrap=True, max_height=360, elem_id="readings",
                                   label="Readings of this document: choose one to open it",
                                   column_widths=["6%", "30%", "12%", "30%", "10%", "12%"])
+    review_panel = build_review_panel(settings, me)
 
     def connect(ui: gr.Blocks, saved: gr.BrowserState, timer: gr.Timer, list_timer: gr.Timer) -> None:
         # show_progress="hidden": no Gradio spinner or timer ("0.2s") over the info and status lines.
@@ -405,6 +407,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         retry.click(on_retry, reading_id, [status, bar, memory, answer, timer, notice], show_progress="hidden")
         ui.load(on_defaults, None, [chunk_tokens, memory_tokens], show_progress="hidden")
         reading_settings.expand(on_defaults, None, [chunk_tokens, memory_tokens], show_progress="hidden")
+        review_panel.connect(document, list_timer)
         ui.load(on_restore, saved, [document, doc_info, readings_table, reading_id, question, *view[1:]],
                 show_progress="hidden")
 

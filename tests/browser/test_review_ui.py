@@ -1,0 +1,85 @@
+"""Contract review in the browser: a real 2-page CUAD contract PDF reviewed by the real app (its worker and the
+bundled model, in-process), the checklist filled, a row followed to its passage beside its page image, and the
+table downloaded as CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+
+import pytest
+
+from tests.browser.conftest import LiveServer, _page, _serve
+from tests.browser.uihelpers import watch
+from tests.conftest import ARTIFACTS
+from training.tasks import DATA_DIR
+from training.tasks.cuad_questions import REVIEW_QUESTIONS
+
+pytestmark = pytest.mark.browser
+
+CONTRACT = DATA_DIR / "contracts" / "pdf" / "cuad-003.pdf"  # a mutual termination agreement, 2 pages
+
+
+@pytest.fixture(scope="module")
+def review_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """The app with its worker on the in-process engine (no vLLM start) and chunks that read the contract in 2
+    steps: 41 questions in a couple of minutes on a CPU."""
+    env = {"LONGREAD_ENGINE": "transformers", "LONGREAD_CHUNK_TOKENS": "384", "LONGREAD_MEMORY_TOKENS": "32",
+           "LONGREAD_ANSWER_TOKENS": "16"}  # fmt: skip
+    yield from _serve(tmp_path_factory, env=env)
+
+
+@pytest.fixture
+def review_page(chromium, review_server):  # noqa: ANN001, ANN201 - playwright objects
+    yield from _page(chromium)
+
+
+def test_review_a_contract_open_a_rows_passage_and_download_csv(review_page, review_server) -> None:
+    page, url = review_page, review_server.url
+    dialogs, stray = watch(page, url)
+    doc = page.request.post(url + "/api/documents", multipart={"file": {
+        "name": "termination.pdf", "mimeType": "application/pdf", "buffer": CONTRACT.read_bytes()}}).json()  # fmt: skip
+    assert doc["format"] == "pdf" and doc["pages"] == 2
+
+    page.goto(url + "/")
+    page.locator("#ask").wait_for(state="visible", timeout=60_000)
+    page.locator("#document input").fill("")
+    page.locator(f'ul[role=listbox] [role=option][aria-label^="#{doc["id"]} "]').click()
+    page.locator("#review-start").click()
+    status = page.locator("#review-status")
+    status.get_by_text("reading all 41 questions").wait_for(timeout=30_000)
+    status.get_by_text("41 of 41 answered").wait_for(timeout=600_000)
+    table = page.locator("#review-table")
+    for category, _, _ in REVIEW_QUESTIONS[:3]:
+        assert table.locator("[role=gridcell]").filter(has_text=category).count() >= 1
+
+    # Only the rows whose evidence was found, then the first one's passage on its page.
+    page.locator("#review-filter input").click()
+    page.locator('ul[role=listbox] [role=option][aria-label="Found"]').click()
+    link = table.locator("[role=gridcell]").filter(has_text="open ›").first
+    link.wait_for(timeout=30_000)
+    assert table.locator("[role=gridcell]").filter(has_text="open ›").count() == table.locator(
+        "tbody tr").count()  # fmt: skip
+    link.click()
+    page.locator("#review-note").get_by_text("of the PDF (beside it)").wait_for(timeout=30_000)
+    highlighted = page.locator("#review-passage .token.highlighted").inner_text()
+    assert len(highlighted.split()) >= 2  # a passage of the contract, not an empty highlight
+    img = page.locator("#review-page img")
+    img.wait_for(timeout=30_000)
+    assert img.get_attribute("src") in (f"/api/documents/{doc['id']}/pages/{n}.png" for n in (1, 2))
+    page.wait_for_function("() => { const i = document.querySelector('#review-page img');"
+                           " return i && i.complete && i.naturalWidth > 0; }", timeout=30_000)  # fmt: skip
+    page.locator("#review-box").screenshot(path=str(ARTIFACTS / "ui-review.png"))
+
+    # The whole table as CSV.
+    page.locator("#review-filter input").click()
+    page.locator('ul[role=listbox] [role=option][aria-label="All"]').click()
+    page.locator("#review-table [role=gridcell]").filter(has_text=REVIEW_QUESTIONS[-1][0]).wait_for(timeout=30_000)
+    with page.expect_download(timeout=30_000) as download:
+        page.locator("#review-csv").click()
+    rows = list(csv.reader(io.StringIO(download.value.path().read_text(encoding="utf-8"))))
+    assert rows[0][:4] == ["Category", "Kind", "Answer", "Pages"] and len(rows) == 42
+    assert [r[0] for r in rows[1:]] == [c for c, _, _ in REVIEW_QUESTIONS]
+    assert not dialogs and not stray and not page.page_errors, (dialogs, stray, page.page_errors)
+
