@@ -75,7 +75,8 @@ def test_review_a_contract_open_a_rows_passage_and_download_csv(review_page, rev
     # The whole table as CSV.
     page.locator("#review-filter input").click()
     page.locator('ul[role=listbox] [role=option][aria-label="All"]').click()
-    page.locator("#review-table [role=gridcell]").filter(has_text=REVIEW_QUESTIONS[-1][0]).wait_for(timeout=30_000)
+    # shown again: the chosen passage is cleared with the table, and the downloads now hold every row
+    page.locator("#review-note").get_by_text("of the PDF (beside it)").wait_for(state="detached", timeout=30_000)
     with page.expect_download(timeout=30_000) as download:
         page.locator("#review-csv").click()
     rows = list(csv.reader(io.StringIO(download.value.path().read_text(encoding="utf-8"))))
