@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.db import session_scope
 from app.documents.storage import blob_path
-from app.models import Checkpoint, Document, Feedback, Reading, ReadingStatus
+from app.models import Checkpoint, Document, Feedback, Reading, ReadingStatus, Review
 from app.services.documents import require_document
 from app.services.users import UserView, resolve_actor
 from app.settings import Settings
@@ -75,6 +75,7 @@ def delete_document(settings: Settings, document_id: int, *, user: UserView | No
         # Branches point at their parents, all of the same document: unlink them, then delete them together.
         s.execute(update(Reading).where(Reading.document_id == doc.id).values(parent_reading_id=None))
         s.execute(delete(Reading).where(Reading.document_id == doc.id))
+        s.execute(delete(Review).where(Review.document_id == doc.id))  # after the readings that point at them
         s.delete(doc)
         s.flush()
         shared = s.scalar(select(func.count()).select_from(Document).where(Document.sha256 == sha256)) or 0

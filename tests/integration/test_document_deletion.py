@@ -16,8 +16,8 @@ import app.services.training_runs as training_runs
 from app import cli
 from app.db import session_scope
 from app.documents.storage import blob_path
-from app.models import Checkpoint, Document, Feedback, Reading
-from app.services import documents, feedback, readings
+from app.models import Checkpoint, Document, Feedback, Reading, Review
+from app.services import documents, feedback, readings, review
 from app.services.document_deletion import DeletionError, delete_document, deletion_preview
 from app.services.errors import NotFound
 from app.services.runner import run_readings
@@ -160,3 +160,19 @@ def test_the_api_and_the_cli_delete(db_settings, capsys, monkeypatch):
     assert json.loads(capsys.readouterr().out)["readings"] == 1
     with session_scope(s.resolved_database_url) as ses:
         assert ses.scalar(select(func.count()).select_from(Document)) == 0
+
+
+def test_a_reviewed_document_takes_its_review_with_it(db_settings, tokenizer):
+    s = db_settings
+    doc, _ = documents.add_document(s, "lease.txt", LEASE.encode())
+    other, _ = documents.add_document(s, "other-lease.txt", (LEASE + " Signed twice.").encode())
+    kept = review.review(s, other.id, enqueue=False)
+    gone = review.review(s, doc.id, enqueue=False)
+    run_readings(s, [r.reading_id for r in gone.rows],
+                 FakeEngine(tokenizer, lambda p: "notes" if "<section>" in p else "\\boxed{No}"))  # fmt: skip
+    delete_document(s, doc.id)
+    with session_scope(s.resolved_database_url) as ses:
+        assert set(ses.scalars(select(Review.id))) == {kept.id}
+    with pytest.raises(NotFound):
+        review.show_review(s, gone.id)
+    assert len(review.show_review(s, kept.id).rows) == 41
