@@ -19,10 +19,13 @@ from training.trainer import Trainer, init_distributed
 
 def train(config: TrainConfig, run_dir: Path, model_path: Path, *, resume: bool = False,
           max_steps: int | None = None, stop_file: Path | None = None, max_minutes: float | None = None,
-          documents: Callable[[Any], str] | None = None, vllm_python: Path | None = None) -> Trainer:
+          documents: Callable[[Any], str] | None = None, vllm_python: Path | None = None,
+          log: Callable[[str], None] = lambda line: print(line, flush=True),
+          progress: Callable[[int, int], None] | None = None) -> Trainer:
     """Train (or resume) into `run_dir` until the end, `max_steps` more steps, `stop_file` appearing or
     `max_minutes` passing (the last two save a checkpoint after the step under way). `documents` finds
-    a feedback line's document text by id."""
+    a feedback line's document text by id. `log` says what happens (a line per step); `progress(step,
+    total)` is told before the first step and after each."""
     from transformers import AutoTokenizer
 
     init_distributed()  # under `accelerate launch` / torchrun: one process per device
@@ -40,14 +43,21 @@ def train(config: TrainConfig, run_dir: Path, model_path: Path, *, resume: bool 
                                 log_path=run_dir / "rollout-vllm.log", extra_args=shlex.split(config.rollout_vllm_args))
         rollouts.start()
     try:
-        trainer = Trainer(config, run_dir, model_path, source.draw, rollout_server=rollouts)
-        say = print if trainer.rank == 0 else (lambda *_a, **_k: None)  # one voice under torchrun
+        def step_done(line: str) -> None:
+            log(line)
+            if progress:
+                progress(trainer.step, trainer.total_steps)
+
+        trainer = Trainer(config, run_dir, model_path, source.draw, log=step_done, rollout_server=rollouts)
+        say = log if trainer.rank == 0 else (lambda _line: None)  # one voice under torchrun
         if resume:
             trainer.resume()
-            say(f"resuming {run_dir} at step {trainer.step} of {trainer.total_steps}", flush=True)
+            say(f"resuming {run_dir} at step {trainer.step} of {trainer.total_steps}")
         else:
             say(f"training into {run_dir} on {trainer.device}: {trainer.total_steps} steps ({config.sft_steps} SFT, "
-                f"{config.rl_steps} RL)", flush=True)
+                f"{config.rl_steps} RL)")
+        if progress and trainer.rank == 0:
+            progress(trainer.step, trainer.total_steps)
 
         def should_stop() -> bool:
             return bool(stop_file and stop_file.exists()) or bool(deadline and time.monotonic() > deadline)
@@ -59,5 +69,5 @@ def train(config: TrainConfig, run_dir: Path, model_path: Path, *, resume: bool 
     done = trainer.step == trainer.total_steps
     say(f"metrics: {run_dir / 'metrics.jsonl'}, curve: {run_dir / 'curve.png'}, tracker: {trainer.tracking_dir}"
         + (f", adapter: {run_dir / 'adapter'}" if done else
-           f"; stopped at step {trainer.step}: resume with --resume {run_dir}"), flush=True)
+           f"; stopped at step {trainer.step}: resume with --resume {run_dir}"))
     return trainer

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from app.supervisor import die_with_supervisor
 
 def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
     """Run (or resume) a training run: SFT warm start and/or GRPO, as the config says."""
+    from app.cli.progress import Progress
     from inference.models import model_folder
     from training.config import ConfigError, load_config
     from training.run import train
@@ -31,9 +33,12 @@ def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
         return document_text(settings, document_id, user=local_admin(settings))
 
     run_dir = Path(args.resume or args.run_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
-    train(config, run_dir, model_folder(config.model, cache_dir=settings.model_cache_dir), resume=bool(args.resume),
-          max_steps=args.max_steps, stop_file=Path(args.stop_file) if args.stop_file else None,
-          max_minutes=args.max_minutes, documents=lookup, vllm_python=settings.vllm_python)
+    with Progress("step") as progress:
+        train(config, run_dir, model_folder(config.model, cache_dir=settings.model_cache_dir),
+              resume=bool(args.resume), max_steps=args.max_steps,
+              stop_file=Path(args.stop_file) if args.stop_file else None,
+              max_minutes=args.max_minutes, documents=lookup, vllm_python=settings.vllm_python,
+              log=lambda line: progress.write(line, sys.stdout), progress=progress.update)
     return 0
 
 
@@ -146,5 +151,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         ("promote", "make a finished run's adapter a model version, active for new readings"),
     ):
         verb_parser = runs_sub.add_parser(verb, help=text)
-        verb_parser.add_argument("id", metavar="ID")
+        verb_parser.add_argument("id", metavar="ID", help="the run's id (`longread runs` lists them)")
         verb_parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
