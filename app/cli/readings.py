@@ -50,31 +50,116 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
         doc_id = int(target)
     else:
         raise SystemExit(f"longread: {target}: no such file or document id")
-    try:  # read here, in this process: no worker is asked
+    # A running server's worker has its model up: hand it the questions rather than start a second model here.
+    server = None if args.in_process else _live_worker(settings)
+    try:
         ids = [r.id for r in readings.ask(settings, doc_id, args.question, args.chunk_tokens, args.memory_tokens,
-                                           enqueue=False, user=local_admin(settings))]  # fmt: skip
+                                           enqueue=server is not None, user=local_admin(settings))]  # fmt: skip
     except (readings.ReadingError, NotFound) as exc:
         raise SystemExit(f"longread ask: {exc}") from None
-    _read_and_print(settings, ids, args.json)
+    if server is None:
+        print("longread ask: reading in this process (no server's worker is running)", file=sys.stderr)
+        _read_and_print(settings, ids, args.json)
+        return 0
+    print(f"longread ask: submitted to the running server's queue: {server.summary()} "
+          f"Following reading{'s' if len(ids) != 1 else ''} {', '.join(map(str, ids))}.", file=sys.stderr)
+    return _follow_and_print(settings, ids, args.json)
+
+
+def _live_worker(settings: Settings):  # noqa: ANN202 - a Health, or None
+    """The workers of this database (app/services/health.py), if one is alive with its model up or starting."""
+    from app.db import session_scope
+    from app.services.health import health
+
+    with session_scope(settings.resolved_database_url) as s:
+        h = health(s)
+    return h if h.engine_state in ("ready", "starting") else None
+
+
+#: how often the terminal looks at readings it follows
+POLL_S = 0.5
+_FINISHED = ("done", "failed", "cancelled")
+
+
+def _show_progress(progress, views: list[ReadingView]) -> None:  # noqa: ANN001 - a Progress
+    """Readings asked together are read in step: the slowest one's chunk k of K."""
+    totals = [v.total_chunks for v in views if v.total_chunks]
+    progress.update(min(v.cursor for v in views), max(totals) if totals else None)
+
+
+def _follow_and_print(settings: Settings, ids: list[int], as_json: bool) -> int:
+    """Follow readings a worker reads (polling the database) to the end, then print them. Should every
+    worker stop meanwhile, this process reads on from their last checkpoints."""
+    from app.cli.progress import Progress
+    from app.services import readings
+    from app.services.runner import run_readings
+
+    me = local_admin(settings)
+    try:
+        with Progress("chunk") as progress:
+            while True:
+                views = [readings.show(settings, i, user=me) for i in ids]
+                _show_progress(progress, views)
+                left = [v.id for v in views if v.status not in _FINISHED]
+                if not left:
+                    break
+                if _live_worker(settings) is None:  # running ones are taken up once their heartbeat is stale
+                    progress.write("longread ask: the server's worker stopped; reading on in this process")
+                    run_readings(settings, left)
+                time.sleep(POLL_S)
+    except KeyboardInterrupt:
+        print(f"\nlongread ask: stopped following; the server reads on (`longread checkpoints {ids[0]}` shows how "
+              f"far, `longread cancel {ids[0]}` stops it)", file=sys.stderr)
+        return 130
+    _print_readings(views, as_json)
+    if not as_json:
+        read = max((v.progress.reading_s or 0.0) for v in views)
+        waited = max((v.progress.waiting_s or 0.0) for v in views)
+        print(f"read by the server's worker in {read:.1f} s (after {waited:.1f} s in its queue)", file=sys.stderr)
     return 0
 
 
 def _read_and_print(settings: Settings, ids: list[int], as_json: bool) -> None:
     """Read the readings to the end in this process, then print them (`as_json`: one JSON object)."""
+    import threading
+
+    from app.cli.progress import Progress
     from app.services import readings
     from app.services.runner import run_readings
 
-    started = time.monotonic()
-    run_readings(settings, ids)
-    elapsed = time.monotonic() - started
     me = local_admin(settings)
-    out = [_reading_json(readings.show(settings, reading_id, user=me)) for reading_id in ids]
+    started = time.monotonic()
+    with Progress("chunk") as progress:
+        done = threading.Event()
+
+        def watch() -> None:  # the runner commits every step: the database says how far it is
+            while not done.wait(POLL_S):
+                _show_progress(progress, [readings.show(settings, i, user=me) for i in ids])
+
+        watcher = threading.Thread(target=watch, name="ask-progress", daemon=True)
+        if progress.shown:
+            watcher.start()
+        try:
+            run_readings(settings, ids)
+        finally:
+            done.set()
+            if progress.shown:
+                watcher.join()
+        views = [readings.show(settings, reading_id, user=me) for reading_id in ids]
+        _show_progress(progress, views)
+    elapsed = time.monotonic() - started
+    _print_readings(views, as_json)
+    if not as_json:
+        print(f"read in {elapsed:.1f} s", file=sys.stderr)
+
+
+def _print_readings(views: list[ReadingView], as_json: bool) -> None:
+    out = [_reading_json(v) for v in views]
     if as_json:
         print(json.dumps({"readings": out}, ensure_ascii=False))
     else:
         for r in out:
             print(f"Q: {r['question']}\nA: {r['answer']}\n   ({r['status']}, {len(r['checkpoints'])} chunks)")
-        print(f"read in {elapsed:.1f} s", file=sys.stderr)
 
 
 def _checkpoint_json(c: CheckpointView) -> dict:
@@ -253,21 +338,28 @@ def cmd_feedback(settings: Settings, args: argparse.Namespace) -> int:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """ingest, ask, readings, checkpoints, edit, cancel, retry, feedback"""
     ingest = sub.add_parser("ingest", help="store and parse a file; prints the document id")
-    ingest.add_argument("file")
+    ingest.add_argument("file", help="a PDF, DOCX, EPUB, HTML, Markdown or text file")
     ingest.set_defaults(func=cmd_ingest)
-    ask = sub.add_parser("ask", help="read a document in this process and print the answers")
-    ask.add_argument("document", metavar="FILE_OR_DOCUMENT_ID")
-    ask.add_argument("-q", "--question", action="append", required=True)
-    ask.add_argument("--chunk-tokens", type=int)
-    ask.add_argument("--memory-tokens", type=int)
+    ask = sub.add_parser(
+        "ask", help="read a document and print the answers: by the running server's worker, else in this process",
+        description="With a worker of this database alive (`longread serve`), the questions go to its queue and "
+        "this command follows the reading there; with none, it reads here. Stderr says which, and shows chunk "
+        "k of K with an ETA when it is a terminal.")
+    ask.add_argument("document", metavar="FILE_OR_DOCUMENT_ID", help="a file to upload first, or a document's id")
+    ask.add_argument("-q", "--question", action="append", required=True,
+                     help="a question (repeat for several: they are read in one pass)")
+    ask.add_argument("--chunk-tokens", type=int, help="tokens per chunk the agent reads (default: settings)")
+    ask.add_argument("--memory-tokens", type=int, help="at most this many tokens of memory (default: settings)")
+    ask.add_argument("--in-process", action="store_true",
+                     help="read here even when a server's worker is running (starts this process's own model)")
     ask.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     ask.set_defaults(func=cmd_ask)
     rd = sub.add_parser("readings", help="a document's readings, newest first: status, question, answer")
-    rd.add_argument("document", metavar="DOCUMENT_ID")
+    rd.add_argument("document", metavar="DOCUMENT_ID", help="the document's id (`longread ingest` prints it)")
     rd.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     rd.set_defaults(func=cmd_readings)
     cp = sub.add_parser("checkpoints", help="every checkpoint of a reading: the memory after each chunk")
-    cp.add_argument("reading", metavar="READING_ID")
+    cp.add_argument("reading", metavar="READING_ID", help="the reading's id")
     cp.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     cp.add_argument("--with-chunks", action="store_true", help="add the text of the chunk each step read")
     cp.set_defaults(func=cmd_checkpoints)
@@ -275,17 +367,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         description="Makes a branch of the reading: it shares steps 1..K-1, has MEMORY as step K "
                         "and reads on from chunk K+1 to a new answer, in this process as `ask` does. The original "
                         "reading never changes; editing the last step only re-answers.")
-    ed.add_argument("reading", metavar="READING_ID")
+    ed.add_argument("reading", metavar="READING_ID", help="the reading to branch from")
     ed.add_argument("--step", type=int, required=True, metavar="K", help="the step (1-based) whose memory to replace")
     ed.add_argument("--memory", required=True, metavar="TEXT", help="the new memory at step K")
     ed.add_argument("--json", action="store_true", help="print one JSON object on stdout (as `ask --json`)")
     ed.set_defaults(func=cmd_edit)
     cancel = sub.add_parser("cancel", help="stop a queued or running reading (its checkpoints stay)")
-    cancel.add_argument("reading", metavar="READING_ID")
+    cancel.add_argument("reading", metavar="READING_ID", help="the reading to stop")
     cancel.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     cancel.set_defaults(func=cmd_cancel)
     retry = sub.add_parser("retry", help="resume a failed or cancelled reading after its last checkpoint")
-    retry.add_argument("reading", metavar="READING_ID")
+    retry.add_argument("reading", metavar="READING_ID", help="the reading to resume")
     retry.add_argument("--queue", action="store_true", help="leave it to a worker instead of reading it here")
     retry.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     retry.set_defaults(func=cmd_retry)
@@ -297,11 +389,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "`longread feedback export FILE.jsonl` writes one line per judged reading (its latest verdict) "
         "for training (README: Feedback export format).",
     )
-    fb.add_argument("target", metavar="READING_ID|export")
+    fb.add_argument("target", metavar="READING_ID|export", help="the reading to judge or list, or `export`")
     fb.add_argument("file", nargs="?", metavar="FILE.jsonl", help="with `export`: where to write")
-    fb.add_argument("--verdict", choices=["correct", "incorrect"])
+    fb.add_argument("--verdict", choices=["correct", "incorrect"], help="judge the answer (without it: list verdicts)")
     fb.add_argument("--answer", help="the right answer (for incorrect: what the model should have said)")
-    fb.add_argument("--comment")
+    fb.add_argument("--comment", help="a note on the answer, kept with the verdict")
     fb.add_argument("--with-text", action="store_true",
                     help="with `export`: add each document's whole text (document_text), so training needs no database")
     fb.add_argument("--json", action="store_true", help="print one JSON object on stdout")

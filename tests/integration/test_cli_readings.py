@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 from fastapi.testclient import TestClient
 
 from app import cli
+from app.cli import progress
+from app.cli import readings as cli_readings
 from app.services import documents, readings, runner
 from app.web import create_app
 from tests.fakes import FakeEngine
@@ -75,6 +78,29 @@ def test_ask_json_has_ids_origins_and_pages_and_readings_lists_them(run, tmp_pat
     assert all(c["chunk"] == TEXT[c["start_char"] : c["end_char"]] for c in with_chunks)
     code, out, _ = run("checkpoints", str(first["id"]))
     assert out.startswith("step 1 (agent, page 1, characters 0-") and "memory: ships so far: 59" in out
+
+
+def test_ask_json_stays_one_object_on_stdout_while_a_bar_counts_chunks_on_stderr(run, tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "on_terminal", lambda: True)  # bars drawn, as on a terminal
+    monkeypatch.setattr(cli_readings, "POLL_S", 0.01)
+    slow = runner.engine_for(None)
+    generate = slow.generate
+
+    def generate_slowly(*a, **k):  # a step takes long enough for the watcher to see each one
+        time.sleep(0.05)
+        return generate(*a, **k)
+
+    monkeypatch.setattr(slow, "generate", generate_slowly)
+    path = tmp_path / "ledger.txt"
+    path.write_text(TEXT, encoding="utf-8")
+    code, out, err = run("ask", str(path), "-q", "How many ships?", "--chunk-tokens", "120", "--json")
+    (got,) = json.loads(out)["readings"]  # fails if the bar (or anything else) reached stdout
+    total = len(got["checkpoints"])
+    assert code == 0 and got["answer"] == "59 ships" and total >= 3
+    assert "reading in this process (no server's worker is running)" in err
+    counts = [int(k) for k in re.findall(rf"chunk (\d+) of {total} \|", err)]
+    assert counts[-1] == total and len(set(counts)) >= 2, err  # it moved while reading, to the end
+    assert "ETA" in err
 
 
 def test_cancel_and_retry_from_the_command_line(run, settings):
