@@ -89,7 +89,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add = models_sub.add_parser("add", help="register a model version (a LoRA adapter on a base model)",
                                 description="Defaults come from the adapter's training run (RUN_DIR/config.json "
                                 "beside RUN_DIR/adapter), else from the settings.")
-    add.add_argument("name")
+    add.add_argument("name", help="the version's name, shown in the app")
     add.add_argument("--adapter", metavar="DIR", help="a peft LoRA adapter folder (e.g. runs/RUN/adapter)")
     add.add_argument("--base", help="base model: 'smollm2' or a Hugging Face folder; with engine openai the "
                      "base's served name (default: the training run's, else settings)")
@@ -103,4 +103,4 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     activate = models_sub.add_parser(
         "activate", help="new readings use this version (0 or 'base': the settings' model, LONGREAD_MODEL)"
     )
-    activate.add_argument("id", metavar="ID")
+    activate.add_argument("id", metavar="ID", help="a model version id (`longread models` lists them), or 0 / base")

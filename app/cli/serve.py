@@ -115,7 +115,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--no-worker", action="store_true", help="do not start a Celery worker")
     serve.set_defaults(func=cmd_serve)
     worker = sub.add_parser("worker", help="run a Celery worker that reads documents (or, --training, runs training)")
-    worker.add_argument("--loglevel", default="INFO")
+    worker.add_argument("--loglevel", default="INFO", help="Celery's log level: DEBUG, INFO, WARNING, ERROR")
     worker.add_argument("--training", action="store_true",
                         help="run training runs and their evaluations (queue `training`), one at a time, instead")
     worker.set_defaults(func=cmd_worker)

@@ -72,13 +72,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     us_list = us_sub.add_parser("list", help="every user")
     us_list.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     us_add = us_sub.add_parser("add", help="add a user; the password is read from standard input")
-    us_add.add_argument("name")
-    us_add.add_argument("--role", choices=["reader", "admin"], default="reader")
+    us_add.add_argument("name", help="the user's sign-in name")
+    us_add.add_argument("--role", choices=["reader", "admin"], default="reader",
+                        help="reader (their own documents) or admin (every document, training, users); default reader")
     us_role = us_sub.add_parser("set-role", help="make a user a reader or an admin")
-    us_role.add_argument("name")
-    us_role.add_argument("role", choices=["reader", "admin"])
+    us_role.add_argument("name", help="the user's sign-in name")
+    us_role.add_argument("role", choices=["reader", "admin"], help="the new role")
     us_pw = us_sub.add_parser("set-password", help="a new password, read from standard input")
-    us_pw.add_argument("name")
+    us_pw.add_argument("name", help="the user's sign-in name")
     for verb, text in (("disable", "the user can no longer sign in; their sessions and tokens stop working"),
                        ("enable", "undo disable")):  # fmt: skip
-        us_sub.add_parser(verb, help=text).add_argument("name")
+        us_sub.add_parser(verb, help=text).add_argument("name", help="the user's sign-in name")
