@@ -7,6 +7,7 @@ redrawn below them instead of being torn.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TextIO
 
@@ -20,38 +21,46 @@ def on_terminal() -> bool:
     return sys.stderr.isatty()
 
 
-class Progress:
-    """`with Progress("chunk") as p: p.update(k, K)`; `unit` names what is counted (chunk, step, question)."""
+def _width() -> int:
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (AttributeError, ValueError, OSError):  # not a real file (tests), or no terminal
+        return 0
 
-    def __init__(self, unit: str, total: int | None = None):
+
+class Progress:
+    """`with Progress("chunk") as p: p.update(k, K)`; `unit` names what is counted (chunk, step, question).
+
+    The bar appears at the first count with a total (a model that loads first draws its own bar, and a
+    reading has no K before a runner takes it up). Work done before that first count (a resumed run, a
+    reading followed midway) is where the rate is measured from, not speed."""
+
+    def __init__(self, unit: str):
         self.unit = unit
         self.shown = on_terminal()
         self._bar: tqdm | None = None
-        #: whether a count was seen yet (the first one sets where the rate is measured from)
-        self._counted = False
-        if self.shown:
-            self._bar = tqdm(total=total, desc=unit, bar_format=FORMAT, file=sys.stderr, dynamic_ncols=True,
-                             leave=True, smoothing=0.1)  # fmt: skip
 
     def update(self, done: int, total: int | None = None, label: str | None = None) -> None:
-        """`done` of `total` counted now (never less than before); `label` replaces the unit's name."""
-        bar = self._bar
-        if bar is None:
+        """`done` of `total` counted now (never less than before); `label` replaces the unit's name,
+        and a new label (eval's next set) starts a new count with its own ETA."""
+        if not self.shown:
             return
-        if label is not None and label != bar.desc:
-            # a new set (eval's suites): its own count and ETA
-            bar.reset(total=total)
-            bar.set_description_str(label, refresh=False)
-            self._counted = False
-        elif total is not None and total != bar.total:
+        bar = self._bar
+        if bar is not None and label is not None and label != bar.desc:
+            bar.close()
+            bar = self._bar = None
+        if bar is None:
+            if total is None:
+                return
+            # a terminal that reports no width (a bare pty) would get an empty bar: draw 80 by 24 there
+            sized = _width() > 0
+            self._bar = tqdm(total=total, initial=done, desc=label or self.unit, bar_format=FORMAT, file=sys.stderr,
+                             dynamic_ncols=sized, ncols=None if sized else 80, nrows=None if sized else 24,
+                             leave=True, smoothing=0.1)  # fmt: skip
+            return
+        if total is not None and total != bar.total:
             bar.total = total
-        if not self._counted and done:
-            # work done before we looked (a resumed run, a reading followed midway) is no speed: start from it
-            bar.initial = bar.n = done
-            self._counted = True
-            bar.refresh()
-        elif done > bar.n:
-            self._counted = True
+        if done > bar.n:
             bar.update(done - bar.n)
         else:
             bar.refresh()

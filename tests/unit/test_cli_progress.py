@@ -50,6 +50,15 @@ def test_work_done_before_the_first_look_is_not_counted_as_speed(tty_stderr):
     assert "step 91 of 100" in tty_stderr()
 
 
+def test_no_bar_until_the_total_is_known(tty_stderr):
+    with Progress("chunk") as p:
+        p.update(0)  # the reading is not yet taken up: no K
+        assert p._bar is None
+        p.update(1, 6)
+    drawn = tty_stderr()
+    assert "chunk 1 of 6" in drawn and "of ?" not in drawn
+
+
 def test_a_new_label_starts_a_new_count(tty_stderr):
     with Progress("question") as p:
         p.update(16, 16, "2K: question")
