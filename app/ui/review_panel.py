@@ -118,8 +118,8 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
         note = f"Its evidence entered the memory at step {k}; the passage"
         image = gr.update(value="", visible=False)
         if page:
-            note += f" is printed on page {int(page)} of the PDF (beside it)"
-            image = gr.update(value=page_image_html(int(document_id), int(page)), visible=True)
+            note += f" is printed on page {int(page)} of the PDF (beside it, highlighted)"
+            image = gr.update(value=page_image_html(int(document_id), int(page), start, end), visible=True)
         return [(before, None), (passage, "evidence"), (after, None)], note + ".", image
 
     review_id = gr.State(None)

@@ -62,12 +62,13 @@ def test_review_a_contract_open_a_rows_passage_and_download_csv(review_page, rev
     assert table.locator("[role=gridcell]").filter(has_text="open ›").count() == table.locator(
         "tbody tr").count()  # fmt: skip
     link.click()
-    page.locator("#review-note").get_by_text("of the PDF (beside it)").wait_for(timeout=30_000)
-    highlighted = page.locator("#review-passage .token.highlighted").inner_text()
+    page.locator("#review-note").get_by_text("of the PDF (beside it, highlighted)").wait_for(timeout=30_000)
+    highlighted = " ".join(page.locator("#review-passage .token.highlighted").all_inner_texts())  # one span a line
     assert len(highlighted.split()) >= 2  # a passage of the contract, not an empty highlight
     img = page.locator("#review-page img")
     img.wait_for(timeout=30_000)
-    assert img.get_attribute("src") in (f"/api/documents/{doc['id']}/pages/{n}.png" for n in (1, 2))
+    src = img.get_attribute("src")  # the page with the passage's characters highlighted on it
+    assert src.split("?")[0] in (f"/api/documents/{doc['id']}/pages/{n}.png" for n in (1, 2)) and "start=" in src
     page.wait_for_function("() => { const i = document.querySelector('#review-page img');"
                            " return i && i.complete && i.naturalWidth > 0; }", timeout=30_000)  # fmt: skip
     page.locator("#review-box").screenshot(path=str(ARTIFACTS / "ui-review.png"))
@@ -76,7 +77,8 @@ def test_review_a_contract_open_a_rows_passage_and_download_csv(review_page, rev
     page.locator("#review-filter input").click()
     page.locator('ul[role=listbox] [role=option][aria-label="All"]').click()
     # shown again: the chosen passage is cleared with the table, and the downloads now hold every row
-    page.locator("#review-note").get_by_text("of the PDF (beside it)").wait_for(state="detached", timeout=30_000)
+    note = page.locator("#review-note").get_by_text("of the PDF (beside it, highlighted)")
+    note.wait_for(state="detached", timeout=30_000)
     with page.expect_download(timeout=30_000) as download:
         page.locator("#review-csv").click()
     rows = list(csv.reader(io.StringIO(download.value.path().read_text(encoding="utf-8"))))
