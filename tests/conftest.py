@@ -79,7 +79,7 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @contextmanager
-def _fresh_postgres_database():
+def fresh_postgres_database():
     if not _reachable("127.0.0.1", 5432):
         pytest.skip("PostgreSQL is not reachable on 127.0.0.1:5432")
     from sqlalchemy import create_engine, text
@@ -100,7 +100,7 @@ def _fresh_postgres_database():
 @pytest.fixture(scope="session")
 def postgres_url() -> str:
     """A fresh PostgreSQL database for this test session, dropped at the end."""
-    with _fresh_postgres_database() as url:
+    with fresh_postgres_database() as url:
         yield url
 
 
@@ -108,7 +108,7 @@ def postgres_url() -> str:
 def own_postgres_url() -> str:
     """A PostgreSQL database for this test alone: for tests whose worker pass takes every queued
     reading in the database, which the session's database holds from other tests."""
-    with _fresh_postgres_database() as url:
+    with fresh_postgres_database() as url:
         yield url
 
 

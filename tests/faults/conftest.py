@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import fresh_postgres_database
 from tests.faults.harness import VLLM_PYTHON, Cluster, ModelServer, RedisServer
 
 
@@ -39,13 +40,21 @@ def model_server(fault_dir) -> Iterator[ModelServer]:
 
 
 @pytest.fixture(scope="package")
-def shared_cluster(fault_dir, postgres_url, redis_server, model_server) -> Iterator[Cluster]:
+def cluster_database() -> Iterator[str]:
+    """The cluster's own PostgreSQL database: the session's holds other tests' model versions (an active
+    reader this model server does not serve) and readings the workers would take up."""
+    with fresh_postgres_database() as url:
+        yield url
+
+
+@pytest.fixture(scope="package")
+def shared_cluster(fault_dir, cluster_database, redis_server, model_server) -> Iterator[Cluster]:
     from app.migrate import upgrade
 
-    upgrade(postgres_url)
+    upgrade(cluster_database)
     folder = fault_dir / "cluster"
     folder.mkdir()
-    cluster = Cluster(folder, postgres_url, redis_server.url(0), model_server)
+    cluster = Cluster(folder, cluster_database, redis_server.url(0), model_server)
     try:
         yield cluster
     finally:
