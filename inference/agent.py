@@ -14,7 +14,14 @@ from typing import Any, Sequence
 
 from inference.chunking import Chunk, split_into_chunks
 from inference.engines.base import Completion, Engine
-from inference.templates import NO_EVIDENCE_MEMORY, NO_MEMORY, NOT_IN_DOCUMENT, get_template_set
+from inference.templates import (
+    NO_EVIDENCE_MEMORY,
+    NO_MEMORY,
+    NOT_IN_DOCUMENT,
+    NOT_IN_DOCUMENT_NO,
+    asks_yes_or_no,
+    get_template_set,
+)
 
 
 @dataclass(frozen=True)
@@ -172,14 +179,16 @@ class MemoryAgent:
         """The answers from the final memories. A reading that ends holding nothing (`NO_EVIDENCE_MEMORY`)
         answers `NOT_IN_DOCUMENT` without asking the model: whatever it wrote would rest on nothing the
         reading found. The trained reader invented such answers ("Eleanor", "A,B,C,…,Z" in 57 tokens, which
-        the other questions of a lockstep pass waited for; README, "Speed")."""
+        the other questions of a lockstep pass waited for; README, "Speed"). A yes/no question read to the end
+        with nothing found is answered `NOT_IN_DOCUMENT_NO`: the clause asked about is not there."""
         empty = [holds_nothing(memory) for _, memory in items]
         asked = [item for item, nothing in zip(items, empty) if not nothing]
         completions = iter(self.engine.generate(self.final_messages(asked), self.config.answer_tokens, temperature)
                            if asked else [])
         answers = []
-        for nothing in empty:
-            c = Completion(f"\\boxed{{{NOT_IN_DOCUMENT}}}", 0, 0) if nothing else next(completions)
+        for (question, _), nothing in zip(items, empty):
+            silent = NOT_IN_DOCUMENT_NO if asks_yes_or_no(question) else NOT_IN_DOCUMENT
+            c = Completion(f"\\boxed{{{silent}}}", 0, 0) if nothing else next(completions)
             boxed = extract_boxed(c.text)
             answers.append(Answer(boxed if boxed is not None else c.text.strip(), c.text, c))
         return answers

@@ -9,6 +9,7 @@ so they are kept verbatim (including the space after `<problem>`); they are rend
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 NO_MEMORY = "No previous memory"
@@ -16,6 +17,23 @@ NO_MEMORY = "No previous memory"
 #: empty memory, training/tasks), and the answer given when a reading ends with it (MemoryAgent.answer).
 NO_EVIDENCE_MEMORY = "No relevant information yet."
 NOT_IN_DOCUMENT = "The document does not say."
+#: The same for a yes/no question: read to the end, nothing found that makes it "yes" (a clause asked about
+#: is not there). It still says the document is silent, and the first yes or no it says is "No".
+NOT_IN_DOCUMENT_NO = "No: the document does not say so."
+_YES_NO_QUESTION = re.compile(
+    r"^\W*(?:does|do|did|is|are|was|were|has|have|had|can|could|will|would|shall|should|may|must)\b"
+    r"|\byes or no\b", re.IGNORECASE)
+
+
+def asks_yes_or_no(question: str) -> bool:
+    """Whether a question is answered yes or no: it opens with an auxiliary verb, or asks for yes or no.
+
+    >>> asks_yes_or_no("Does this agreement contain a non-compete clause?"), asks_yes_or_no("Who are the parties?")
+    (True, False)
+    >>> asks_yes_or_no("Non-compete clause: answer yes or no."), asks_yes_or_no("Issues of law?")
+    (True, False)
+    """
+    return bool(_YES_NO_QUESTION.search(question))
 
 
 @dataclass(frozen=True)

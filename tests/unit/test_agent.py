@@ -4,8 +4,9 @@ import re
 import pytest
 
 from inference.agent import AgentConfig, MemoryAgent, extract_boxed, memory_of
-from inference.templates import MEMAGENT, NO_EVIDENCE_MEMORY, NO_MEMORY, NOT_IN_DOCUMENT
+from inference.templates import MEMAGENT, NO_EVIDENCE_MEMORY, NO_MEMORY, NOT_IN_DOCUMENT, NOT_IN_DOCUMENT_NO
 from tests.fakes import FakeEngine
+from training.verifier import first_yes_no
 
 TEXT = " ".join(f"word{i}" for i in range(300))
 
@@ -69,6 +70,18 @@ def test_a_reading_that_found_nothing_answers_so_without_asking_the_model(tokeni
     assert all(a.completion.completion_tokens > 0 for a in (answers[0], answers[2], answers[3]))
     engine.calls.clear()
     assert [a.answer for a in agent.answer([("q", NO_EVIDENCE_MEMORY)])] == [NOT_IN_DOCUMENT] and not engine.calls
+
+
+def test_a_yes_no_question_that_found_nothing_is_answered_no(tokenizer):
+    # "Does it contain a non-compete?" read to the end with nothing found: the clause is not there, and the
+    # answer says so with "No" first (what the strict verifier and the review's Yes/No filter read).
+    engine = FakeEngine(tokenizer, scripted)
+    agent = MemoryAgent(engine, AgentConfig(chunk_tokens=100, memory_tokens=20, answer_tokens=10))
+    questions = ["Does this agreement contain a clause on non-compete? Answer yes or no.", "Is it assignable?",
+                 "Who are the parties?"]
+    answers = agent.answer([(q, NO_EVIDENCE_MEMORY) for q in questions])
+    assert [a.answer for a in answers] == [NOT_IN_DOCUMENT_NO, NOT_IN_DOCUMENT_NO, NOT_IN_DOCUMENT]
+    assert first_yes_no(answers[0].answer) == "no" and not engine.calls
 
 
 def test_answer_without_box_falls_back_to_the_whole_output(tokenizer):
