@@ -11,8 +11,9 @@ normalised words (how much of one is found in the other), not as strings.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 
 from app.db import session_scope
 from app.documents.base import page_of
@@ -21,21 +22,19 @@ from app.services.sentences import sentences
 from app.services.users import UserView, resolve_actor
 from app.settings import Settings
 
-__all__ = ["Passage", "SourceView", "answer_passage", "best_passage", "entered_at", "passage_in_context",
-           "provenance", "sentences", "trace"]
+__all__ = ["SourceView", "Trace", "answer_source", "best_passage", "entered_at", "passage_in_context", "provenance",
+           "sentences", "trace"]
 
 #: share of a sentence's words found in another for the two to count as the same
 SAME = 0.7
 #: share of a question's words a memory sentence must hold to be where a yes or no answer came from
 ON_TOPIC = 0.34
+#: ... or this many of them
+ON_TOPIC_WORDS = 2
 _YES_NO = frozenset({"yes", "no", "not", "true", "false", "none"})
 _WORD = re.compile(r"\w+")
-_SUFFIX = re.compile(r"(?<=\w{4})(?:ing|ed|es|s)$")
-#: words that say nothing about which sentence a question is about
-_FILLER = frozenset("""a an the of to in on at by for from with as and or is are was were be been this that these
-    those it its what which who whom whose when where how does do did any there their they such""".split())
-
-
+#: a plain ending: "governing", "governed", "governs", and the plural of a short word ("laws", "days")
+_SUFFIX = re.compile(r"(?<=\w{4})(?:ing|ed|es|s)$|(?<=\w{2}[^\Wsiu])s$")
 def words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text)}
 
@@ -44,6 +43,11 @@ def _stems(text: str) -> set[str]:
     """The words of `text` with a plain ending cut ("governs", "governed" → "govern"): what a question and
     a memory sentence about it share."""
     return {_SUFFIX.sub("", w) for w in words(text)}
+
+
+#: words that say nothing about which sentence a question is about
+_FILLER = _stems("""a an the of to in on at by for from with as and or is are was were be been this that these
+    those it its what which who whom whose when where how does do did any there their they such""")
 
 
 def found_in(sentence: set[str], other: set[str]) -> float:
@@ -109,41 +113,67 @@ class Trace:
 
 def _answered_from(sentence: str, question: str, memory: list[str]) -> int | None:
     """Which sentence of the final memory an answer's sentence came from: the one that holds most of its
-    words, the question's words breaking ties ("Delaware": the sentence about governing law, not the one
-    about an address); for a yes or no answer, the one most about the question."""
-    said, asked = words(sentence), _stems(question) - _FILLER
-    held = [(found_in(said, words(m)), found_in(asked, _stems(m))) for m in memory]
+    words ("Ohio law" is in "the laws of the State of Ohio"), the question's words breaking ties ("Delaware":
+    the sentence about governing law, not the one about an address); for a yes or no answer ("Yes, it
+    does."), the one most about the question: holding ON_TOPIC of its words, or ON_TOPIC_WORDS of them (a
+    long question, such as a contract clause's description, shares few words with any one sentence)."""
+    said, asked = _stems(sentence), _stems(question) - _FILLER
+    held = [(found_in(said, _stems(m)), found_in(asked, _stems(m))) for m in memory]
     best = max(range(len(memory)), key=lambda i: held[i], default=None)
     if best is None or held[best][0] >= SAME:
         return best
-    if not said or not said <= _YES_NO:
+    if not said or not said - _FILLER <= _YES_NO:
         return None
-    best = max(range(len(memory)), key=lambda i: held[i][1])
-    return best if held[best][1] >= ON_TOPIC else None
+    topic = asked - _YES_NO
+    shared = [len(topic & _stems(m)) for m in memory]
+    best = max(range(len(memory)), key=lambda i: shared[i])
+    return best if shared[best] and (held[best][1] >= ON_TOPIC or shared[best] >= ON_TOPIC_WORDS) else None
+
+
+def _final_sentences(memories: Sequence[str]) -> list[str]:
+    final = memories[-1] if memories else ""
+    return [final[a:b] for a, b in sentences(final)]
+
+
+def _trace_memory(sentence: str, text: str, chunks: Sequence[tuple[int, int]], memories: Sequence[str]) -> Trace:
+    k = entered_at(sentence, memories)
+    if k is None:
+        return Trace("memory", sentence, None, None, None, None, 0.0)
+    start, end, score = best_passage(sentence, text, *chunks[k - 1])
+    return Trace("memory", sentence, None, k, start, end, round(score, 3))
+
+
+def _trace_answer(memory: list[str], question: str, answer: str | None,
+                  traced: Callable[[int], Trace]) -> list[Trace]:  # fmt: skip
+    """Each sentence of the answer, traced as the memory sentence it was answered from (`traced(i)`: the
+    trace of memory[i])."""
+    out = []
+    for a, b in sentences(answer):
+        i = _answered_from(answer[a:b], question, memory)
+        out.append(Trace("answer", answer[a:b], None, None, None, None, 0.0) if i is None
+                   else replace(traced(i), part="answer", sentence=answer[a:b], via=memory[i]))  # fmt: skip
+    return out
 
 
 def trace(text: str, chunks: Sequence[tuple[int, int]], memories: Sequence[str], question: str,
           answer: str | None) -> list[Trace]:
     """Where each sentence of the final memory, then of the answer, came from. `chunks[k - 1]` is the
     character span of the document (`text`) read at step k, `memories[k - 1]` the memory written there."""
-    final = memories[-1] if memories else ""
-    out = []
-    for a, b in sentences(final):
-        sentence = final[a:b]
-        k = entered_at(sentence, memories)
-        if k is None:
-            out.append(Trace("memory", sentence, None, None, None, None, 0.0))
-            continue
-        start, end, score = best_passage(sentence, text, *chunks[k - 1])
-        out.append(Trace("memory", sentence, None, k, start, end, round(score, 3)))
-    memory = [t.sentence for t in out]
-    for a, b in sentences(answer):
-        i = _answered_from(answer[a:b], question, memory)
-        if i is None:
-            out.append(Trace("answer", answer[a:b], None, None, None, None, 0.0))
-        else:
-            out.append(replace(out[i], part="answer", sentence=answer[a:b], via=memory[i]))
-    return out
+    memory = _final_sentences(memories)
+    out = [_trace_memory(m, text, chunks, memories) for m in memory]
+    return out + _trace_answer(memory, question, answer, out.__getitem__)
+
+
+def answer_source(text: str, chunks: Sequence[tuple[int, int]], memories: Sequence[str], question: str,
+                  answer: str | None) -> Trace | None:
+    """The passage the answer came from, as `trace` finds it: of its sentences' passages, the one that
+    holds most of its memory sentence; None without an answer, or when no memory sentence held it. The
+    one place that says which passage supports an answer (the contract review's rows use it too); traces
+    only the memory sentences the answer came from."""
+    memory = _final_sentences(memories)
+    traced = cache(lambda i: _trace_memory(memory[i], text, chunks, memories))
+    found = [t for t in _trace_answer(memory, question, answer, traced) if t.step is not None]
+    return max(found, key=lambda t: t.score, default=None)
 
 
 @dataclass(frozen=True)
@@ -172,16 +202,11 @@ class SourceView:
 def provenance(settings: Settings, reading_id: int, *, user: UserView | None = None) -> list[SourceView]:
     """Where each sentence of the reading's final memory and of its answer came from (NotFound if no
     reading, or not the user's)."""
-    return _sources(settings, reading_id, user)[1]
-
-
-def _sources(settings: Settings, reading_id: int, user: UserView | None) -> tuple[int, list[SourceView]]:
-    """The reading's document id, and where each sentence of its final memory and its answer came from."""
     with session_scope(settings.resolved_database_url) as s:
         r = require_reading(s, reading_id, resolve_actor(s, settings, user))
         steps = [(c.start_char, c.end_char, c.memory, c.origin or "agent", c.first_page, c.last_page)
                  for c in r.timeline()]  # fmt: skip
-        document_id, question, answer = r.document_id, r.question, r.answer
+        question, answer = r.question, r.answer
         text, starts = r.document.text or "", list(r.document.page_starts or [0])
     out = []
     for t in trace(text, [(a, b) for a, b, *_ in steps], [m for _, _, m, *_ in steps], question, answer):
@@ -191,39 +216,7 @@ def _sources(settings: Settings, reading_id: int, user: UserView | None) -> tupl
         _, _, _, origin, first, last = steps[t.step - 1]
         out.append(SourceView(t.part, t.sentence, t.via, t.step, origin, first, last, page_of(starts, t.start),
                               t.start, t.end, text[t.start : t.end], t.score))  # fmt: skip
-    return document_id, out
-
-
-@dataclass(frozen=True)
-class Passage:
-    """The passage of the document a reading's answer came from."""
-
-    reading_id: int
-    document_id: int
-    #: the step whose chunk it is in (where the memory sentence the answer came from entered the memory)
-    step: int
-    #: the page (or section) it starts on, 1-based
-    page: int
-    #: its characters in the document's text, [start, end)
-    start: int
-    end: int
-    text: str
-    #: the sentence of the final memory the answer came from
-    memory_sentence: str
-    #: the share of that sentence's words the passage holds
-    score: float
-
-
-def answer_passage(settings: Settings, reading_id: int, *, user: UserView | None = None) -> Passage | None:
-    """The passage the reading's answer came from (the best-sourced of its sentences); None while it has no
-    answer, or when no memory sentence held it. NotFound if no reading, or not the user's."""
-    document_id, sources = _sources(settings, reading_id, user)
-    sources = [x for x in sources if x.part == "answer" and x.step is not None]
-    if not sources:
-        return None
-    x = max(sources, key=lambda x: x.score)
-    return Passage(reading_id, document_id, x.step, x.page, x.passage_start, x.passage_end, x.passage, x.via,
-                   x.score)
+    return out
 
 
 def passage_in_context(settings: Settings, reading_id: int, start: int, end: int,

@@ -24,7 +24,7 @@ from app.models import Checkpoint, Review
 from app.queue import request_reading_pass
 from app.services.documents import require_document
 from app.services.errors import NotFound, valid_id
-from app.services.provenance import best_passage, entered_at, sentences, words
+from app.services.provenance import answer_source
 from app.services.readings import ReadingError, create_readings
 from app.services.users import UserView, can_see, resolve_actor
 from app.settings import Settings
@@ -78,39 +78,24 @@ class ReviewError(ReadingError):
 # --- the table, from a reading's checkpoints (pure: tested with fake readings) ----------------------
 
 
-def find_evidence(category: str, kind: str, answer: str | None, steps: Sequence[Checkpoint],
+def find_evidence(kind: str, question: str, answer: str | None, steps: Sequence[Checkpoint],
                   text: str) -> tuple[int, int, int] | None:  # fmt: skip
-    """(step, passage start, passage end) of the answer's evidence, or None.
-
-    The evidence is the first sentence of the answer that the memory holds from some step on (provenance's
-    `entered_at`: where it entered the memory and stayed), matched to its passage in that step's chunk; else
-    the sentence of the final memory sharing most words with the answer ("Ohio law" with "the laws of the
-    State of Ohio"). A yes/no answer's "Yes" is in no memory: its evidence is the final memory's sentence
-    sharing most words with the category. A "No" (or no yes or no) has none: the clause is absent."""
-    memories = [c.memory for c in steps]
-    if not memories or not answer:
+    """(step, passage start, passage end) of the answer's evidence, or None: the passage provenance says the
+    answer came from (`answer_source`, as the reading's "where did this come from" view shows it). A "No" to
+    a clause question (or no yes or no) has none: the clause is absent."""
+    if not steps or not answer or (kind == YES_NO and first_yes_no(answer) != "yes"):
         return None
-    if kind == YES_NO and first_yes_no(answer) != "yes":
-        return None
-    topic = {w for w in words(category.replace("/", " ").replace("-", " ") if kind == YES_NO else answer)
-             if len(w) > 3 or w.isdigit()}  # not "the", "of", "and": they say nothing of the evidence
-    final = [memories[-1][a:b] for a, b in sentences(memories[-1])]
-    related = sorted((m for m in final if words(m) & topic), key=lambda m: -len(words(m) & topic))
-    own = [answer[a:b] for a, b in sentences(answer)] if kind != YES_NO else []
-    for sentence in own + related:
-        k = entered_at(sentence, memories)
-        if k is None:
-            continue
-        c = steps[k - 1]
-        a, b, _ = best_passage(sentence, text, c.start_char, c.end_char)
-        return k, a, b
-    return None
+    source = answer_source(text, [(c.start_char, c.end_char) for c in steps], [c.memory for c in steps],
+                           question, answer)  # fmt: skip
+    return None if source is None else (source.step, source.start, source.end)
 
 
 def review_row(category: str, kind: str, reading, text: str, page_starts: list[int]) -> ReviewRow:  # noqa: ANN001
-    """One row of the table: `reading` is a Reading (or anything with its id, status, answer and timeline())."""
+    """One row of the table: `reading` is a Reading (or anything with its id, status, question, answer and
+    timeline())."""
     status = getattr(reading.status, "value", reading.status)
-    found = find_evidence(category, kind, reading.answer, reading.timeline(), text) if status == "done" else None
+    found = (find_evidence(kind, reading.question, reading.answer, reading.timeline(), text) if status == "done"
+             else None)  # fmt: skip
     if found is None:
         return ReviewRow(category, kind, reading.id, status, reading.answer, None, None, None, None, None, None)
     k, a, b = found

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from app.services.provenance import trace
 from app.services.review import (
     EXPORT_COLUMNS,
     ReviewError,
@@ -46,8 +47,13 @@ STEPS = [
 ]
 
 
-def reading(answer: str | None, status: str = "done", reading_id: int = 1, steps=STEPS) -> SimpleNamespace:  # noqa: ANN001
-    return SimpleNamespace(id=reading_id, status=status, answer=answer, timeline=lambda: list(steps))
+QUESTIONS = {category: question for category, _, question in REVIEW_QUESTIONS}
+
+
+def reading(answer: str | None, status: str = "done", reading_id: int = 1, steps=STEPS,  # noqa: ANN001
+            category: str = "Governing Law") -> SimpleNamespace:  # fmt: skip
+    return SimpleNamespace(id=reading_id, status=status, question=QUESTIONS[category], answer=answer,
+                           timeline=lambda: list(steps))  # fmt: skip
 
 
 def view(rows: list, unit: str = "page") -> ReviewView:
@@ -82,24 +88,43 @@ def test_an_extracted_answer_points_to_the_step_and_page_where_it_entered_the_me
 
 
 def test_a_yes_points_to_the_memory_sentence_on_its_category_and_a_no_to_nothing():
-    yes = review_row("Insurance", YES_NO, reading("Yes."), TEXT, STARTS)
+    yes = review_row("Insurance", YES_NO, reading("Yes.", category="Insurance"), TEXT, STARTS)
     assert yes.step == 3 and yes.first_page == 3 and "liability insurance" in yes.passage
-    no = review_row("Insurance", YES_NO, reading("No, there is none."), TEXT, STARTS)
+    no = review_row("Insurance", YES_NO, reading("No, there is none.", category="Insurance"), TEXT, STARTS)
     assert no.step is None and no.passage is None and pages_text(no) == "" and page_link(3, no) == ""
 
 
 def test_an_answer_no_memory_held_and_an_unfinished_reading_have_no_evidence():
-    assert find_evidence("Parties", EXTRACT, "Gamma Inc and Delta plc", STEPS, TEXT) is None
-    assert find_evidence("Parties", EXTRACT, "Acme", [], TEXT) is None
+    assert find_evidence(EXTRACT, QUESTIONS["Parties"], "Gamma Inc and Delta plc", STEPS, TEXT) is None
+    assert find_evidence(EXTRACT, QUESTIONS["Parties"], "Acme", [], TEXT) is None
     running = review_row("Governing Law", EXTRACT, reading(None, status="running"), TEXT, STARTS)
     assert running.status == "running" and running.step is None and running.answer is None
 
 
+def test_a_rows_evidence_is_the_passage_provenance_shows_for_its_answer():
+    # "Delaware" is in an address (step 1) and in the governing-law clause (step 3): both views say step 3.
+    chunks = ["Acme Inc. is a corporation of Delaware with offices in Dover. The laws of the state apply to it. ",
+              "The Buyer pays within thirty days. Late payments bear interest. ",
+              "This Agreement is governed by the laws of the State of Delaware. Either party may end it. "]  # fmt: skip
+    text, starts = "".join(chunks), [sum(map(len, chunks[:k])) for k in range(3)]
+    memories = ["Acme is a Delaware corporation.", "Acme is a Delaware corporation. Payment within 30 days.",
+                "Acme is a Delaware corporation. Payment within 30 days. Governed by the laws of the State of "
+                "Delaware."]  # fmt: skip
+    steps = [SimpleNamespace(memory=m, start_char=a, end_char=a + len(c)) for m, a, c in zip(memories, starts, chunks)]
+    row = review_row("Governing Law", EXTRACT, reading("Delaware", steps=steps), text, starts)
+    *_, traced = trace(text, [(c.start_char, c.end_char) for c in steps], memories, QUESTIONS["Governing Law"],
+                       "Delaware")  # fmt: skip
+    assert (row.step, row.passage_start, row.passage_end) == (traced.step, traced.start, traced.end) == (
+        3, text.index("This Agreement"), text.index(" Either"))  # fmt: skip
+    assert row.first_page == 3
+
+
 def rows() -> list:
     return [review_row("Governing Law", EXTRACT, reading("Ohio law.", reading_id=1), TEXT, STARTS),
-            review_row("Insurance", YES_NO, reading("Yes, it does.", reading_id=2), TEXT, STARTS),
-            review_row("Audit Rights", YES_NO, reading("No.", reading_id=3), TEXT, STARTS),
-            review_row("Cap On Liability", YES_NO, reading(None, "queued", reading_id=4), TEXT, STARTS)]  # fmt: skip
+            review_row("Insurance", YES_NO, reading("Yes, it does.", reading_id=2, category="Insurance"), TEXT, STARTS),
+            review_row("Audit Rights", YES_NO, reading("No.", reading_id=3, category="Audit Rights"), TEXT, STARTS),
+            review_row("Cap On Liability", YES_NO, reading(None, "queued", reading_id=4, category="Cap On Liability"),
+                       TEXT, STARTS)]  # fmt: skip
 
 
 def test_filters_keep_the_rows_they_name():
