@@ -271,6 +271,13 @@ def estimate_reading(token_count: int | None, settings: Settings, version: Model
 # ---------------------------------------------------------------------------------------------
 
 
+def page_url(document_id: int, page: int, start: int | None = None, end: int | None = None) -> str:
+    """Where the app serves `page_image` (GET /api/documents/{id}/pages/{n}.png), with the passage
+    text[start:end] to highlight when both are given. Only numbers go into it."""
+    url = f"/api/documents/{int(document_id)}/pages/{int(page)}.png"
+    return url if start is None or end is None else f"{url}?start={int(start)}&end={int(end)}"
+
+
 def page_image(settings: Settings, document_id: int, page: int, *, start: int | None = None, end: int | None = None,
                user: UserView | None = None) -> Path:
     """The PNG of page `page` (1-based) of the document's own stored PDF, rendered once (in a limited

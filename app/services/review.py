@@ -22,7 +22,7 @@ from app.db import session_scope
 from app.documents.base import page_of, page_unit
 from app.models import Checkpoint, Review
 from app.queue import request_reading_pass
-from app.services.documents import require_document
+from app.services.documents import page_url, require_document
 from app.services.errors import NotFound, valid_id
 from app.services.provenance import answer_source
 from app.services.readings import ReadingError, create_readings
@@ -112,10 +112,11 @@ def pages_text(row: ReviewRow, unit: str = "page") -> str:
 
 
 def page_link(document_id: int, row: ReviewRow, unit: str = "page") -> str:
-    """The PDF page the row's evidence is printed on, as the app serves it; "" for other formats."""
+    """The PDF page the row's evidence is printed on, as the app serves it, its passage highlighted (as the
+    panel shows it); "" for other formats."""
     if unit != "page" or row.first_page is None:
         return ""
-    return f"/api/documents/{int(document_id)}/pages/{int(row.first_page)}.png"
+    return page_url(document_id, row.first_page, row.passage_start, row.passage_end)
 
 
 def filter_rows(rows: Sequence[ReviewRow], which: str = "All") -> list[ReviewRow]:

@@ -4,6 +4,9 @@ services' views, so they are tested without a browser."""
 
 from __future__ import annotations
 
+import html
+
+from app.services.documents import page_url
 from app.services.feedback import FeedbackView
 from app.services.health import Health
 from app.services.views import DocumentView, ProgressView, ReadingView, StepView, word_diff
@@ -204,9 +207,7 @@ def describe_step(v: StepView) -> str:
 def page_image_html(document_id: int, page: int, start: int | None = None, end: int | None = None) -> str:
     """A PDF page as an image beside its passage (text[start:end], highlighted on it): served by the API
     (GET /api/documents/{id}/pages/{n}.png, rendered once and cached). Only numbers go into the HTML."""
-    src = f"/api/documents/{int(document_id)}/pages/{int(page)}.png"
-    if start is not None and end is not None:
-        src += f"?start={int(start)}&amp;end={int(end)}"
+    src = html.escape(page_url(document_id, page, start, end))
     return (f'<figure class="lr-page"><a href="{src}" target="_blank" rel="noopener">'
             f'<img src="{src}" alt="Page {int(page)} of the PDF" loading="lazy" '
             f'style="max-width:100%;border:1px solid #ccc"></a>'

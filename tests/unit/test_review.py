@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import re
@@ -23,6 +24,7 @@ from app.services.review import (
     to_csv,
     to_markdown,
 )
+from app.ui.read_views import page_image_html
 from training.tasks import DATA_DIR
 from training.tasks.cuad_questions import EXTRACT, REVIEW_QUESTIONS, YES_NO
 
@@ -83,7 +85,9 @@ def test_an_extracted_answer_points_to_the_step_and_page_where_it_entered_the_me
     assert row.step == 2 and (row.first_page, row.last_page) == (2, 2)
     assert row.passage == "This Agreement shall be governed by the laws of the State of Ohio."
     assert TEXT[row.passage_start : row.passage_end] == row.passage
-    assert pages_text(row) == "page 2" and page_link(3, row) == "/api/documents/3/pages/2.png"
+    span = f"?start={row.passage_start}&end={row.passage_end}"  # the passage highlighted, as the panel shows it
+    assert pages_text(row) == "page 2" and page_link(3, row) == "/api/documents/3/pages/2.png" + span
+    assert f'src="{html.escape(page_link(3, row))}"' in page_image_html(3, 2, row.passage_start, row.passage_end)
     assert page_link(3, row, "section") == "" and pages_text(row, "section") == "section 2"
 
 
@@ -143,7 +147,8 @@ def test_csv_export_has_a_header_and_a_line_a_row():
     assert tuple(got[0]) == EXPORT_COLUMNS
     assert got[1] == ["Governing Law", "extract", "Ohio law.", "page 2",
                       "This Agreement shall be governed by the laws of the State of Ohio.",
-                      "/api/documents/3/pages/2.png", "1"]  # fmt: skip
+                      page_link(3, rows()[0]), "1"]  # fmt: skip
+    assert got[1][5].startswith("/api/documents/3/pages/2.png?start=")
     assert got[3][2:4] == ["No.", ""] and got[4][2] == "(queued)"
     only_yes = list(csv.reader(io.StringIO(to_csv(view(rows()), filter_rows(rows(), "Yes")))))
     assert [line[0] for line in only_yes[1:]] == ["Insurance"]
