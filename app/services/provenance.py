@@ -55,17 +55,22 @@ def found_in(sentence: set[str], other: set[str]) -> float:
     return len(sentence & other) / len(sentence) if sentence else 0.0
 
 
-def _in_memory(sentence: set[str], memory: str) -> bool:
-    return any(found_in(sentence, words(memory[a:b])) >= SAME for a, b in sentences(memory))
+def _split(memories: Sequence[str]) -> Callable[[int], list[set[str]]]:
+    """Memory k's sentences as sets of words (`split(k - 1)`), split on first use and kept: tracing several
+    sentences walks the same memories."""
+    return cache(lambda i: [words(memories[i][a:b]) for a, b in sentences(memories[i])])
 
 
-def entered_at(sentence: str, memories: Sequence[str]) -> int | None:
+def entered_at(sentence: str, memories: Sequence[str],
+               split: Callable[[int], list[set[str]]] | None = None) -> int | None:  # fmt: skip
     """The 1-based step from which `sentence` is in every memory up to the last: where it entered the
-    memory and stayed. None if the last memory does not hold it (an answer can say what no memory did)."""
+    memory and stayed. None if the last memory does not hold it (an answer can say what no memory did).
+    `split`: the memories' `_split`, shared by the sentences traced together."""
+    split = split or _split(memories)
     w = words(sentence)
     step = None
     for k in range(len(memories), 0, -1):
-        if not _in_memory(w, memories[k - 1]):
+        if not any(found_in(w, m) >= SAME for m in split(k - 1)):
             break
         step = k
     return step
@@ -135,8 +140,9 @@ def _final_sentences(memories: Sequence[str]) -> list[str]:
     return [final[a:b] for a, b in sentences(final)]
 
 
-def _trace_memory(sentence: str, text: str, chunks: Sequence[tuple[int, int]], memories: Sequence[str]) -> Trace:
-    k = entered_at(sentence, memories)
+def _trace_memory(sentence: str, text: str, chunks: Sequence[tuple[int, int]], memories: Sequence[str],
+                  split: Callable[[int], list[set[str]]]) -> Trace:  # fmt: skip
+    k = entered_at(sentence, memories, split)
     if k is None:
         return Trace("memory", sentence, None, None, None, None, 0.0)
     start, end, score = best_passage(sentence, text, *chunks[k - 1])
@@ -159,8 +165,8 @@ def trace(text: str, chunks: Sequence[tuple[int, int]], memories: Sequence[str],
           answer: str | None) -> list[Trace]:
     """Where each sentence of the final memory, then of the answer, came from. `chunks[k - 1]` is the
     character span of the document (`text`) read at step k, `memories[k - 1]` the memory written there."""
-    memory = _final_sentences(memories)
-    out = [_trace_memory(m, text, chunks, memories) for m in memory]
+    memory, split = _final_sentences(memories), _split(memories)
+    out = [_trace_memory(m, text, chunks, memories, split) for m in memory]
     return out + _trace_answer(memory, question, answer, out.__getitem__)
 
 
@@ -170,8 +176,8 @@ def answer_source(text: str, chunks: Sequence[tuple[int, int]], memories: Sequen
     holds most of its memory sentence; None without an answer, or when no memory sentence held it. The
     one place that says which passage supports an answer (the contract review's rows use it too); traces
     only the memory sentences the answer came from."""
-    memory = _final_sentences(memories)
-    traced = cache(lambda i: _trace_memory(memory[i], text, chunks, memories))
+    memory, split = _final_sentences(memories), _split(memories)
+    traced = cache(lambda i: _trace_memory(memory[i], text, chunks, memories, split))
     found = [t for t in _trace_answer(memory, question, answer, traced) if t.step is not None]
     return max(found, key=lambda t: t.score, default=None)
 
