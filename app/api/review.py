@@ -38,9 +38,8 @@ def get_review(review_id: int, settings: SettingsDep, user: UserDep, which: str 
 def export_review(review_id: int, settings: SettingsDep, user: UserDep, format: Literal["csv", "markdown"] = "csv",
                   which: str = "All") -> Response:  # fmt: skip
     """The table as CSV or Markdown (a download), filtered as `which` says."""
-    view = review.show_review(settings, review_id, user=user)
-    rows = review.filter_rows(view.rows, which)
-    body, media, ext = ((review.to_csv(view, rows), "text/csv", "csv") if format == "csv"
-                        else (review.to_markdown(view, rows), "text/markdown", "md"))  # fmt: skip
+    view = review.filtered(review.show_review(settings, review_id, user=user), which)
+    body, media, ext = ((review.to_csv(view), "text/csv", "csv") if format == "csv"
+                        else (review.to_markdown(view), "text/markdown", "md"))  # fmt: skip
     return Response(body, media_type=f"{media}; charset=utf-8",
                     headers={"Content-Disposition": f'attachment; filename="review-{review_id}.{ext}"'})

@@ -40,9 +40,8 @@ def cmd_review(settings: Settings, args: argparse.Namespace) -> int:
     else:
         width = max((len(r.category) for r in view.rows), default=0)
         for r in view.rows:
-            answer = " ".join((r.answer or "").split()) if r.status == "done" else f"({r.status})"
             where = review.pages_text(r, view.page_unit)
-            print(f"{r.category:<{width}}  {answer}" + (f"  [{where}]" if where else ""))
+            print(f"{r.category:<{width}}  {review.answer_text(r)}" + (f"  [{where}]" if where else ""))
     print(f"review #{view.id}: {len(started.rows)} questions read in one pass in {elapsed:.1f} s", file=sys.stderr)
     return 0
 

@@ -31,7 +31,7 @@ from app.settings import Settings
 from training.tasks.cuad_questions import REVIEW_QUESTIONS, YES_NO
 from training.verifier import first_yes_no
 
-#: the answer filters the UI offers (and `filter_rows` takes)
+#: the answer filters the UI offers (and `filtered` takes)
 FILTERS = ("All", "Yes", "No", "Found", "Not found")
 
 
@@ -119,9 +119,14 @@ def page_link(document_id: int, row: ReviewRow, unit: str = "page") -> str:
     return page_url(document_id, row.first_page, row.passage_start, row.passage_end)
 
 
-def filter_rows(rows: Sequence[ReviewRow], which: str = "All") -> list[ReviewRow]:
-    """The rows answered `Yes` or `No` (by the answer's first yes or no), with evidence (`Found`) or
-    without (`Not found`), or all of them."""
+def answer_text(row: ReviewRow) -> str:
+    """The answer cell of the table and its exports: the answer on one line, or the reading's status."""
+    return " ".join((row.answer or "").split()) if row.status == "done" else f"({row.status})"
+
+
+def filtered(view: ReviewView, which: str = "All") -> ReviewView:
+    """The review with only the rows answered `Yes` or `No` (by the answer's first yes or no), with evidence
+    (`Found`) or without (`Not found`), or all of them."""
     if which not in FILTERS:
         raise ReviewError(f"unknown filter {which!r}; choose one of {', '.join(FILTERS)}")
     keep = {
@@ -131,7 +136,7 @@ def filter_rows(rows: Sequence[ReviewRow], which: str = "All") -> list[ReviewRow
         "Found": lambda r: r.found,
         "Not found": lambda r: not r.found,
     }[which]
-    return [r for r in rows if keep(r)]
+    return replace(view, rows=[r for r in view.rows if keep(r)])
 
 
 # --- exports: one function a format, used by the UI's downloads and the CLI's flags ----------------
@@ -139,19 +144,17 @@ def filter_rows(rows: Sequence[ReviewRow], which: str = "All") -> list[ReviewRow
 EXPORT_COLUMNS = ("Category", "Kind", "Answer", "Pages", "Passage", "Page image", "Reading")
 
 
-def _export_rows(view: ReviewView, rows: Sequence[ReviewRow] | None) -> list[list[str]]:
-    return [[r.category, r.kind, " ".join((r.answer or "").split()) if r.status == "done" else f"({r.status})",
-             pages_text(r, view.page_unit), " ".join((r.passage or "").split()),
-             page_link(view.document_id, r, view.page_unit), str(r.reading_id)]
-            for r in (view.rows if rows is None else rows)]  # fmt: skip
+def _export_rows(view: ReviewView) -> list[list[str]]:
+    return [[r.category, r.kind, answer_text(r), pages_text(r, view.page_unit), " ".join((r.passage or "").split()),
+             page_link(view.document_id, r, view.page_unit), str(r.reading_id)] for r in view.rows]  # fmt: skip
 
 
-def to_csv(view: ReviewView, rows: Sequence[ReviewRow] | None = None) -> str:
-    """The table (`rows`: a filtered part of it) as CSV, a header line first."""
+def to_csv(view: ReviewView) -> str:
+    """The table (as `filtered` left it) as CSV, a header line first."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(EXPORT_COLUMNS)
-    writer.writerows(_export_rows(view, rows))
+    writer.writerows(_export_rows(view))
     return out.getvalue()
 
 
@@ -159,11 +162,11 @@ def _md_cell(value: str) -> str:
     return value.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
-def to_markdown(view: ReviewView, rows: Sequence[ReviewRow] | None = None) -> str:
-    """The table (`rows`: a filtered part of it) as a Markdown document: a heading, then a pipe table."""
+def to_markdown(view: ReviewView) -> str:
+    """The table (as `filtered` left it) as a Markdown document: a heading, then a pipe table."""
     lines = [f"# Contract review #{view.id}: {_md_cell(view.document_title)}", "",
              "| " + " | ".join(EXPORT_COLUMNS) + " |", "|" + "---|" * len(EXPORT_COLUMNS)]  # fmt: skip
-    for row in _export_rows(view, rows):
+    for row in _export_rows(view):
         lines.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
     return "\n".join(lines) + "\n"
 
@@ -223,8 +226,3 @@ def document_reviews(settings: Settings, document_id: int, *, user: UserView | N
     with session_scope(settings.resolved_database_url) as s:
         require_document(s, document_id, resolve_actor(s, settings, user))
         return list(s.scalars(select(Review.id).where(Review.document_id == document_id).order_by(Review.id.desc())))
-
-
-def filtered(view: ReviewView, which: str = "All") -> ReviewView:
-    """The review with only the rows `filter_rows` keeps."""
-    return replace(view, rows=filter_rows(view.rows, which))

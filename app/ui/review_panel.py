@@ -29,13 +29,12 @@ class ReviewPanel:
     connect: Callable[[gr.components.Component, gr.Timer], None]
 
 
-def table_rows(view: review.ReviewView, rows: list[review.ReviewRow]) -> list[list[str]]:
+def table_rows(view: review.ReviewView) -> list[list[str]]:
     """The checklist as the table shows it: category, answer (or the reading's status), pages, passage."""
     out = []
-    for r in rows:
-        answer = " ".join((r.answer or "").split()) if r.status == "done" else f"({r.status}…)"
+    for r in view.rows:
         passage = " ".join((r.passage or "").split())
-        out.append([r.category, answer, review.pages_text(r, view.page_unit) or "–",
+        out.append([r.category, review.answer_text(r), review.pages_text(r, view.page_unit) or "–",
                     f"open ›  {passage[:160]}" if r.found else ""])  # fmt: skip
     return out
 
@@ -52,12 +51,13 @@ def describe_review(view: review.ReviewView) -> str:
             + (f" Not answered: {text_md(', '.join(failed))}." if failed else ""))  # fmt: skip
 
 
-def _exports(view: review.ReviewView, rows: list[review.ReviewRow], which: str) -> tuple[str, str]:
+def _exports(view: review.ReviewView, which: str) -> tuple[str, str]:
+    """The (filtered) table written as CSV and Markdown files for the downloads."""
     EXPORT_DIR.mkdir(parents=True, exist_ok=True)
     stem = f"review-{view.id}" + ("" if which == "All" else "-" + which.lower().replace(" ", "-"))
     csv_path, md_path = EXPORT_DIR / f"{stem}.csv", EXPORT_DIR / f"{stem}.md"
-    csv_path.write_text(review.to_csv(view, rows), encoding="utf-8")
-    md_path.write_text(review.to_markdown(view, rows), encoding="utf-8")
+    csv_path.write_text(review.to_csv(view), encoding="utf-8")
+    md_path.write_text(review.to_markdown(view), encoding="utf-8")
     return str(csv_path), str(md_path)
 
 
@@ -74,11 +74,11 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
             view = review.show_review(settings, review_id, user=me())
         except NotFound:
             return "", [], [], hidden, hidden, *NO_PASSAGE
-        rows = review.filter_rows(view.rows, which or "All")
+        shown = review.filtered(view, which or "All")
         kept = [[r.reading_id, r.passage_start, r.passage_end, r.step, view.document_id,
-                 r.first_page if view.page_unit == "page" else None] for r in rows]  # fmt: skip
-        csv_path, md_path = _exports(view, rows, which or "All")
-        return (describe_review(view), table_rows(view, rows), kept,
+                 r.first_page if view.page_unit == "page" else None] for r in shown.rows]  # fmt: skip
+        csv_path, md_path = _exports(shown, which or "All")
+        return (describe_review(view), table_rows(shown), kept,
                 gr.update(value=csv_path, visible=True), gr.update(value=md_path, visible=True), *NO_PASSAGE)
 
     def on_document(document_id: int | None, which: str | None):

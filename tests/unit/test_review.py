@@ -16,7 +16,7 @@ from app.services.review import (
     EXPORT_COLUMNS,
     ReviewError,
     ReviewView,
-    filter_rows,
+    filtered,
     find_evidence,
     page_link,
     pages_text,
@@ -132,14 +132,14 @@ def rows() -> list:
 
 
 def test_filters_keep_the_rows_they_name():
-    r = rows()
-    assert [x.category for x in filter_rows(r, "Yes")] == ["Insurance"]
-    assert [x.category for x in filter_rows(r, "No")] == ["Audit Rights"]
-    assert [x.category for x in filter_rows(r, "Found")] == ["Governing Law", "Insurance"]
-    assert [x.category for x in filter_rows(r, "Not found")] == ["Audit Rights", "Cap On Liability"]
-    assert filter_rows(r) == r
+    r = view(rows())
+    assert [x.category for x in filtered(r, "Yes").rows] == ["Insurance"]
+    assert [x.category for x in filtered(r, "No").rows] == ["Audit Rights"]
+    assert [x.category for x in filtered(r, "Found").rows] == ["Governing Law", "Insurance"]
+    assert [x.category for x in filtered(r, "Not found").rows] == ["Audit Rights", "Cap On Liability"]
+    assert filtered(r) == r
     with pytest.raises(ReviewError, match="choose one of"):
-        filter_rows(r, "Maybe")
+        filtered(r, "Maybe")
 
 
 def test_csv_export_has_a_header_and_a_line_a_row():
@@ -150,7 +150,7 @@ def test_csv_export_has_a_header_and_a_line_a_row():
                       page_link(3, rows()[0]), "1"]  # fmt: skip
     assert got[1][5].startswith("/api/documents/3/pages/2.png?start=")
     assert got[3][2:4] == ["No.", ""] and got[4][2] == "(queued)"
-    only_yes = list(csv.reader(io.StringIO(to_csv(view(rows()), filter_rows(rows(), "Yes")))))
+    only_yes = list(csv.reader(io.StringIO(to_csv(filtered(view(rows()), "Yes")))))
     assert [line[0] for line in only_yes[1:]] == ["Insurance"]
 
 
