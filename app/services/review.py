@@ -221,6 +221,17 @@ def show_review(settings: Settings, review_id: int, *, user: UserView | None = N
         return _view(s, require_review(s, review_id, resolve_actor(s, settings, user)))
 
 
+def review_state(settings: Settings, review_id: int, *, user: UserView | None = None) -> list[list[object]]:
+    """Each reading of the review as [id, status, answer], read without the checkpoints: what the table
+    changes with, so whoever follows the review rebuilds the table only when this changed (NotFound as
+    show_review)."""
+    with session_scope(settings.resolved_database_url) as s:
+        require_review(s, review_id, resolve_actor(s, settings, user))
+        found = s.execute(select(Reading.id, Reading.status, Reading.answer)
+                          .where(Reading.review_id == review_id).order_by(Reading.id))  # fmt: skip
+        return [[i, getattr(status, "value", status), answer] for i, status, answer in found]
+
+
 def document_reviews(settings: Settings, document_id: int, *, user: UserView | None = None) -> list[int]:
     """The ids of the document's reviews, newest first (NotFound if no such document, or not the user's)."""
     with session_scope(settings.resolved_database_url) as s:

@@ -21,12 +21,19 @@ from app.ui.text import text_md
 REVIEW_COLUMNS = ["Category", "Answer", "Pages", "Passage (choose a row to open it on its page)"]
 #: where the downloads are written (Gradio serves files from the system's temporary folder)
 EXPORT_DIR = Path(tempfile.gettempdir()) / "longread-reviews"
-NO_PASSAGE = ([], "", gr.update(value="", visible=False))
+
+
+def no_passage() -> tuple:
+    """The passage view emptied: passage, note, page image."""
+    return [], "", gr.update(value="", visible=False)
 
 
 @dataclass(frozen=True)
 class ReviewPanel:
     connect: Callable[[gr.components.Component, gr.Timer], None]
+    #: the handlers connect wires, for tests
+    render: Callable
+    on_tick: Callable
 
 
 def table_rows(view: review.ReviewView) -> list[list[str]]:
@@ -66,20 +73,22 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
     the Read tab's document menu and its 3-second timer."""
 
     def render(review_id: int | None, which: str | None):
-        """Status line, table, the rows' passages (kept for a row's choice), the downloads, the passage view."""
+        """Status line, table, the rows' passages (kept for a row's choice), the downloads, the passage view,
+        and what they show (the filter and the review's state: on_tick redraws them only when it changes)."""
         hidden = gr.update(value=None, visible=False)
         if review_id is None:
-            return "", [], [], hidden, hidden, *NO_PASSAGE
-        try:
+            return "", [], [], hidden, hidden, *no_passage(), None
+        try:  # its state first: a reading that finishes after it is drawn at the next tick
+            seen = [review_id, which or "All", review.review_state(settings, review_id, user=me())]
             view = review.show_review(settings, review_id, user=me())
         except NotFound:
-            return "", [], [], hidden, hidden, *NO_PASSAGE
+            return "", [], [], hidden, hidden, *no_passage(), None
         shown = review.filtered(view, which or "All")
         kept = [[r.reading_id, r.passage_start, r.passage_end, r.step, view.document_id,
                  r.first_page if view.page_unit == "page" else None] for r in shown.rows]  # fmt: skip
         csv_path, md_path = _exports(shown, which or "All")
-        return (describe_review(view), table_rows(shown), kept,
-                gr.update(value=csv_path, visible=True), gr.update(value=md_path, visible=True), *NO_PASSAGE)
+        return (describe_review(view), table_rows(shown), kept, gr.update(value=csv_path, visible=True),
+                gr.update(value=md_path, visible=True), *no_passage(), seen)  # fmt: skip
 
     def on_document(document_id: int | None, which: str | None):
         """The document's latest review, if it has one."""
@@ -98,11 +107,18 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
             return None, f"**Cannot review:** {text_md(exc)}", *render(None, which)[1:]
         return started.id, *render(started.id, which)
 
-    def on_tick(review_id: int | None, which: str | None, status: str):
-        """Follow a review under way; nothing changes (no flicker) once it is done."""
-        if review_id is None or (status and "reading all" not in status):
-            return (gr.update(),) * 8
-        return render(review_id, which)
+    def on_tick(review_id: int | None, which: str | None, seen: list | None):
+        """Follow a review under way: the table is redrawn when a reading's state changed, the opened
+        row's passage left as it is; nothing changes (no flicker, no files rewritten) otherwise."""
+        keep = (gr.update(),) * 9
+        try:
+            state = review.review_state(settings, review_id, user=me()) if review_id is not None else None
+        except NotFound:
+            return keep
+        if state is None or seen == [review_id, which or "All", state]:
+            return keep
+        status, table, rows, csv_file, md_file, *_, now = render(review_id, which)
+        return status, table, rows, csv_file, md_file, *keep[:3], now
 
     def on_row(evt: gr.SelectData, kept: list | None):
         """The chosen row's passage, highlighted in its place in the document, beside its PDF page."""
@@ -114,7 +130,7 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
         try:
             before, passage, after = provenance.passage_in_context(settings, reading_id, start, end, user=me())
         except NotFound:
-            return NO_PASSAGE
+            return no_passage()
         note = f"Its evidence entered the memory at step {k}; the passage"
         image = gr.update(value="", visible=False)
         if page:
@@ -124,6 +140,7 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
 
     review_id = gr.State(None)
     kept = gr.State([])
+    seen = gr.State(None)
     with gr.Accordion("Contract review: every CUAD clause in one pass", open=True, elem_id="review-box"):
         with gr.Row():
             start = gr.Button("Review this contract (41 questions, one pass)", size="sm", elem_id="review-start")
@@ -142,11 +159,11 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
             page = gr.HTML(visible=False, elem_id="review-page")
 
     def connect(document: gr.components.Component, list_timer: gr.Timer) -> None:
-        shown = [status, table, kept, csv_file, md_file, passage, note, page]
+        shown = [status, table, kept, csv_file, md_file, passage, note, page, seen]
         document.change(on_document, [document, which], [review_id, *shown], show_progress="hidden")
         start.click(on_review, [document, which], [review_id, *shown], show_progress="hidden")
         which.input(render, [review_id, which], shown, show_progress="hidden")
-        list_timer.tick(on_tick, [review_id, which, status], shown, show_progress="hidden")
+        list_timer.tick(on_tick, [review_id, which, seen], shown, show_progress="hidden")
         table.select(on_row, kept, [passage, note, page], show_progress="hidden")
 
-    return ReviewPanel(connect)
+    return ReviewPanel(connect, render, on_tick)

@@ -130,6 +130,30 @@ def test_cli_review_prints_the_table_csv_markdown_and_json(run, settings):
     assert out.count("Q: ") == 4 * 41  # every review is kept with the document
 
 
+def test_the_panel_redraws_a_review_only_when_it_changed(run, settings):
+    import gradio as gr
+
+    from app.cli.common import local_admin
+    from app.services import review
+    from app.ui.review_panel import build_review_panel
+
+    _, out, _ = run("ingest", str(CONTRACT))
+    me = local_admin(settings)
+    started = review.review(settings, int(out.strip()), 256, enqueue=False, user=me)
+    with gr.Blocks():
+        panel = build_review_panel(settings, lambda: me)
+    *queued, seen = panel.render(started.id, "All")
+    assert "reading all 41 questions" in queued[0] and seen[:2] == [started.id, "All"]
+    # nothing changed: no output is touched (the table, the files, an opened row's passage)
+    assert all(x == gr.update() for x in panel.on_tick(started.id, "All", seen))
+    run_readings(settings, [r.reading_id for r in started.rows])
+    status, table, *_, passage, note, page, now = panel.on_tick(started.id, "All", seen)
+    assert "41 of 41 answered" in status and table[1][1] == "Beijing SINA and SINA Leju"
+    assert (passage, note, page) == (gr.update(),) * 3 and now != seen  # the opened row stays open
+    assert all(x == gr.update() for x in panel.on_tick(started.id, "All", now))
+    assert all(x == gr.update() for x in panel.on_tick(None, "All", None))
+
+
 def test_cli_review_refuses_a_bad_document_id(run):
     with pytest.raises(SystemExit, match="not a document id"):
         run("review", "abc")
