@@ -13,13 +13,13 @@ from app.services import documents, feedback, provenance, readings
 from app.services.errors import NotFound
 from app.services.users import UserView
 from app.settings import Settings
+from app.ui.passages import chosen_row, open_passage
 from app.ui.read_views import (
     branch_tree,
     compare_text,
     describe_feedback,
     describe_step,
     diff_spans,
-    page_image_html,
     pages_label,
 )
 from app.ui.text import text_md
@@ -166,21 +166,17 @@ def build_reading_details(settings: Settings, me: Callable[[], UserView | None])
     def on_source(evt: gr.SelectData, reading_id: int | None, kept: list | None):
         """The chosen sentence's passage, highlighted in its place in the document; for a PDF, beside it
         the page it is printed on, as an image with the passage marked (GET /api/documents/{id}/pages/{n}.png)."""
-        row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
+        row = chosen_row(evt)
         if reading_id is None or not kept or row >= len(kept) or kept[row][0] is None:
             return ([], "That sentence is in no memory the agent wrote, so it has no passage.",
                     gr.update(value="", visible=False))  # fmt: skip
         start, end, k, document_id, page, via = (kept[row] + [None] * 6)[:6]
-        before, passage, after = provenance.passage_in_context(settings, reading_id, start, end, user=me())
         note = (f"Answered from the memory's sentence “{text_md(' '.join(via.split()))}”, which entered the memory "
                 f"at step {k}: the passage of that step's chunk it came from" if via else
                 f"The passage of step {k}'s chunk that matches it best")  # fmt: skip
         note += f" (characters {start:,}–{end:,})"
-        image = gr.update(value="", visible=False)
-        if page:
-            note += f", printed on page {int(page)} of the PDF (beside it, highlighted)"
-            image = gr.update(value=page_image_html(int(document_id), int(page), int(start), int(end)), visible=True)
-        return [(before, None), (passage, "source"), (after, None)], note + ".", image
+        return open_passage(settings, me(), reading_id, start, end, "source", note,
+                            (document_id, page) if page else None)
 
     def load_branches(reading_id: int | None):
         """The open reading's family as a tree (the original, its branches, theirs): choose one to open it."""

@@ -11,21 +11,16 @@ from pathlib import Path
 
 import gradio as gr
 
-from app.services import provenance, review
+from app.services import review
 from app.services.errors import NotFound
 from app.services.users import UserView
 from app.settings import Settings
-from app.ui.read_views import page_image_html
+from app.ui.passages import chosen_row, no_passage, open_passage
 from app.ui.text import text_md
 
 REVIEW_COLUMNS = ["Category", "Answer", "Pages", "Passage (choose a row to open it on its page)"]
 #: where the downloads are written (Gradio serves files from the system's temporary folder)
 EXPORT_DIR = Path(tempfile.gettempdir()) / "longread-reviews"
-
-
-def no_passage() -> tuple:
-    """The passage view emptied: passage, note, page image."""
-    return [], "", gr.update(value="", visible=False)
 
 
 @dataclass(frozen=True)
@@ -34,6 +29,7 @@ class ReviewPanel:
     #: the handlers connect wires, for tests
     render: Callable
     on_tick: Callable
+    on_row: Callable
 
 
 def table_rows(view: review.ReviewView) -> list[list[str]]:
@@ -122,21 +118,14 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
 
     def on_row(evt: gr.SelectData, kept: list | None):
         """The chosen row's passage, highlighted in its place in the document, beside its PDF page."""
-        row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
+        row = chosen_row(evt)
         if not kept or row >= len(kept) or kept[row][1] is None:
             return [], "No evidence was found for that row: its answer is in no passage the memory kept.", \
                 gr.update(value="", visible=False)  # fmt: skip
         reading_id, start, end, k, document_id, page = kept[row]
-        try:
-            before, passage, after = provenance.passage_in_context(settings, reading_id, start, end, user=me())
-        except NotFound:
-            return no_passage()
-        note = f"Its evidence entered the memory at step {k}; the passage"
-        image = gr.update(value="", visible=False)
-        if page:
-            note += f" is printed on page {int(page)} of the PDF (beside it, highlighted)"
-            image = gr.update(value=page_image_html(int(document_id), int(page), start, end), visible=True)
-        return [(before, None), (passage, "evidence"), (after, None)], note + ".", image
+        return open_passage(settings, me(), reading_id, start, end, "evidence",
+                            f"Its evidence entered the memory at step {k}: the passage of that step's chunk it "
+                            f"came from", (document_id, page) if page else None)  # fmt: skip
 
     review_id = gr.State(None)
     kept = gr.State([])
@@ -166,4 +155,4 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
         list_timer.tick(on_tick, [review_id, which, seen], shown, show_progress="hidden")
         table.select(on_row, kept, [passage, note, page], show_progress="hidden")
 
-    return ReviewPanel(connect, render, on_tick)
+    return ReviewPanel(connect, render, on_tick, on_row)

@@ -154,6 +154,25 @@ def test_the_panel_redraws_a_review_only_when_it_changed(run, settings):
     assert all(x == gr.update() for x in panel.on_tick(None, "All", None))
 
 
+def test_a_passage_of_a_reading_that_is_gone_empties_the_view_in_both_panels(settings):
+    from types import SimpleNamespace
+
+    import gradio as gr
+
+    from app.cli.common import local_admin
+    from app.ui.passages import no_passage
+    from app.ui.reading_details import build_reading_details
+    from app.ui.review_panel import build_review_panel
+
+    me = local_admin(settings)
+    details = build_reading_details(settings, lambda: me)
+    chosen = SimpleNamespace(index=[0, 1])  # a table's select event: row 0
+    assert details.on_source(chosen, 999999, [[0, 5, 1, 1, 1, None]]) == no_passage()  # raised NotFound before
+    with gr.Blocks():
+        panel = build_review_panel(settings, lambda: me)
+    assert panel.on_row(chosen, [[999999, 0, 5, 1, 1, 1]]) == no_passage()
+
+
 def test_cli_review_refuses_a_bad_document_id(run):
     with pytest.raises(SystemExit, match="not a document id"):
         run("review", "abc")

@@ -1,0 +1,39 @@
+"""A passage of a reading's document shown in its place, highlighted, and for a PDF beside the page it is
+printed on (the passage marked there): what a provenance sentence and a contract review row open."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from app.services import provenance
+from app.services.errors import NotFound
+from app.services.users import UserView
+from app.settings import Settings
+from app.ui.read_views import page_image_html
+
+
+def chosen_row(evt: gr.SelectData) -> int:
+    """The row of a table's select event (its index is [row, column])."""
+    return evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
+
+
+def no_passage() -> tuple:
+    """The passage view emptied: passage, note, page image."""
+    return [], "", gr.update(value="", visible=False)
+
+
+def open_passage(settings: Settings, user: UserView | None, reading_id: int, start: int, end: int, label: str,
+                 note: str, pdf_page: tuple[int, int] | None = None) -> tuple:
+    """The passage text[start:end] of the reading's document highlighted as `label` in its place, `note`
+    under it, and with `pdf_page` (document id, page) that page beside it, the passage marked on it
+    (GET /api/documents/{id}/pages/{n}.png). Emptied if the reading is gone or not the user's."""
+    try:
+        before, passage, after = provenance.passage_in_context(settings, reading_id, int(start), int(end), user=user)
+    except NotFound:
+        return no_passage()
+    image = gr.update(value="", visible=False)
+    if pdf_page:
+        document_id, page = (int(x) for x in pdf_page)
+        note += f", printed on page {page} of the PDF (beside it, highlighted)"
+        image = gr.update(value=page_image_html(document_id, page, int(start), int(end)), visible=True)
+    return [(before, None), (passage, label), (after, None)], note + ".", image
