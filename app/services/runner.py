@@ -106,12 +106,15 @@ def _engines(settings: Settings, engine: Engine | None) -> EngineOf:
     return engine_of
 
 
-def _claim(settings: Settings, engines: EngineOf, ids: list[int] | None, limit: int,
+def _claim(settings: Settings, engines: EngineOf, ids: set[int] | None, limit: int,
            chunk_cache: dict[tuple, list[Chunk]]) -> list[_Live]:
     """Take up to `limit` readings for this runner. Each claim is a guarded UPDATE, so two
-    workers never take the same reading."""
+    workers never take the same reading. Ids tried are removed from `ids`: a reading asked for by id
+    is tried once a pass (one that fails, being claimable by id, would else be taken up every step)."""
     url = settings.resolved_database_url
     claimed = []
+    if ids is not None and not ids:
+        return claimed
     with session_scope(url) as s:
         query = (select(Reading.id, Reading.model_version_id)
                  .where(_claimable(settings, explicit=ids is not None)).order_by(Reading.id))  # fmt: skip
@@ -120,6 +123,8 @@ def _claim(settings: Settings, engines: EngineOf, ids: list[int] | None, limit: 
         candidates = s.execute(query.limit(limit)).all()
         if ids is None:  # readings whose runners keep stopping fail here rather than stop another one
             candidates = _fail_crashed(s, settings, candidates)
+        else:
+            ids.difference_update(reading_id for reading_id, _ in candidates)
     for reading_id, version_id in candidates:
         try:  # outside any transaction: a version's first merge or server start takes a while
             engine = engines(version_id)
@@ -233,7 +238,8 @@ class _Heartbeat:
 def _run(settings: Settings, engines: EngineOf, reading_ids: list[int] | None,
          chunk_cache: dict[tuple, list[Chunk]], heartbeat: _Heartbeat) -> int:
     url = settings.resolved_database_url
-    live = _claim(settings, engines, reading_ids, settings.max_batch, chunk_cache)
+    todo = None if reading_ids is None else set(reading_ids)  # by id: those not tried yet this pass
+    live = _claim(settings, engines, todo, settings.max_batch, chunk_cache)
     finished = 0
     try:
         while live:
@@ -252,7 +258,7 @@ def _run(settings: Settings, engines: EngineOf, reading_ids: list[int] | None,
                 finished += len(done)
                 live = [x for x in live if x.id not in done]
             if len(live) < settings.max_batch:  # by id: the rest of those ids (more than max_batch were asked)
-                live += _claim(settings, engines, reading_ids, settings.max_batch - len(live), chunk_cache)
+                live += _claim(settings, engines, todo, settings.max_batch - len(live), chunk_cache)
     except EngineUnavailable as exc:
         # An outage, not a crash and not the reading's fault: its checkpoints stay, it goes back to the
         # queue with a note that says why it waits, and the sweeper of any worker tries again later.

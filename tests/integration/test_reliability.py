@@ -120,3 +120,31 @@ def test_run_by_id_an_outage_fails_the_reading_with_the_reason(db_settings, toke
     with session_scope(s.resolved_database_url) as db:
         r = get_reading(db, rid)
         assert r.status == ReadingStatus.failed and "could not be reached" in r.error
+
+
+def test_by_id_a_version_that_cannot_load_is_tried_once_a_pass(db_settings, tokenizer, monkeypatch):
+    """A reading whose model version cannot be loaded fails; asked for by id beside a reading that goes on,
+    it is not claimed again at every step of the pass (each claim loaded the version again)."""
+    from app.services import runner
+    from app.services.models import register_version
+
+    with session_scope(db_settings.resolved_database_url) as db:
+        doc = ingest(db, db_settings, "islands.txt", TEXT.encode())
+        (fine,) = [r.id for r in create_readings(db, db_settings, doc.id, ["Which island?"])]
+        register_version(db, "broken", "no-such-model", template_set=db_settings.template_set, activate=True)
+        (broken,) = [r.id for r in create_readings(db, db_settings, doc.id, ["Which island?"])]
+    engine, loads = FakeEngine(tokenizer, echo_last_line), []
+
+    def engine_for(settings: Settings) -> FakeEngine:
+        if settings.model == "no-such-model":
+            loads.append(settings.model)
+            raise OSError("no such model")
+        return engine
+
+    monkeypatch.setattr(runner, "engine_for", engine_for)
+    assert run_readings(db_settings, [fine, broken]) == 1
+    assert len(loads) == 1
+    with session_scope(db_settings.resolved_database_url) as db:
+        assert get_reading(db, fine).status == ReadingStatus.done
+        r = get_reading(db, broken)
+        assert r.status == ReadingStatus.failed and "cannot load model version" in r.error
