@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, object_session
+from sqlalchemy.orm import Session
 
 from app.db import session_scope
 from app.documents.base import ParseError, page_unit
@@ -30,7 +30,7 @@ from app.documents.storage import blob_path, store_blob
 from app.models import Document, DocumentStatus, ModelVersion
 from app.services.errors import NotFound, valid_id
 from app.services.llm import tokenizer_for
-from app.services.models import active_version
+from app.services.models import active_version, version_engine
 from app.services.reading_config import reading_config
 from app.services.users import UserView, can_see, local_admin, resolve_actor
 from app.services.views import DocumentView, EstimateView, PageView
@@ -116,12 +116,12 @@ def document_page_unit(doc: Document) -> str:
     return page_unit(doc.format)
 
 
-def document_view(d: Document, settings: Settings | None = None, with_page_map: bool = False) -> DocumentView:
-    """A document as the API, the UI and the CLI show it (with the reading estimate when `settings` are given)."""
+def document_view(d: Document, settings: Settings, version: ModelVersion | None,
+                  with_page_map: bool = False) -> DocumentView:
+    """A document as the API, the UI and the CLI show it, with the estimate of a reading by `version`
+    (the active one, as a new reading's; None: the settings' model)."""
     estimate = None
-    if settings is not None and d.token_count:
-        session = object_session(d)  # the one it was read in: the active version's sizes, as a new reading's
-        version = active_version(session) if session is not None else None
+    if d.token_count:
         e = estimate_reading(d.token_count, settings, version)
         estimate = EstimateView(chunks=e.chunks, seconds=e.seconds, engine=e.engine, chunk_tokens=e.chunk_tokens,
                                 memory_tokens=e.memory_tokens, basis=e.basis)  # fmt: skip
@@ -165,7 +165,7 @@ def add_document(settings: Settings, filename: str | None, data: bytes, *,
     (then it is that earlier document)."""
     with session_scope(settings.resolved_database_url) as s:
         up = upload(s, settings, filename, data, owner=resolve_actor(s, settings, user))
-        return document_view(up.document, settings, with_page_map=True), up.existing
+        return document_view(up.document, settings, active_version(s), with_page_map=True), up.existing
 
 
 def show_document(settings: Settings, document_id: int, *, with_page_map: bool = True,
@@ -173,7 +173,7 @@ def show_document(settings: Settings, document_id: int, *, with_page_map: bool =
     """The document (NotFound if none or not the user's), with its reading estimate and page map."""
     with session_scope(settings.resolved_database_url) as s:
         doc = require_document(s, document_id, resolve_actor(s, settings, user))
-        return document_view(doc, settings, with_page_map=with_page_map)
+        return document_view(doc, settings, active_version(s), with_page_map=with_page_map)
 
 
 def document_text(settings: Settings, document_id: int, *, user: UserView | None = None) -> str:
@@ -188,7 +188,8 @@ def document_text(settings: Settings, document_id: int, *, user: UserView | None
 def all_documents(settings: Settings, *, user: UserView | None = None) -> list[DocumentView]:
     """The user's documents, newest first, without page maps."""
     with session_scope(settings.resolved_database_url) as s:
-        return [document_view(d, settings) for d in list_documents(s, resolve_actor(s, settings, user))]
+        version = active_version(s)  # once for the list, not once a document
+        return [document_view(d, settings, version) for d in list_documents(s, resolve_actor(s, settings, user))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,22 +248,24 @@ class ReadingEstimate:
     memory_tokens: int
 
 
-def estimate_reading(token_count: int | None, settings: Settings, version: ModelVersion | None = None,
-                     chunk_tokens: int | None = None, memory_tokens: int | None = None) -> ReadingEstimate:
-    """Chunks and seconds for one question on the settings' engine with the sizes a reading gets (`reading_config`):
-    one update call per chunk (prompt = chunk + memory + template; writes up to memory_tokens),
-    then one final call (prompt = memory + template; writes up to answer_tokens)."""
-    config = reading_config(settings, version, chunk_tokens, memory_tokens)
+def estimate_reading(token_count: int | None, settings: Settings,
+                     version: ModelVersion | None = None) -> ReadingEstimate:
+    """Chunks and seconds for one question read by `version` (None: the settings' model) on the engine that
+    serves it, with the sizes a new reading gets (`reading_config`): one update call per chunk (prompt = chunk
+    + memory + template; writes up to memory_tokens), then one final call (prompt = memory + template; writes
+    up to answer_tokens)."""
+    config = reading_config(settings, version)
     chunk, memory = config.chunk_tokens, config.memory_tokens
     chunks = max(1, math.ceil((token_count or 0) / chunk)) if token_count else 0
-    speed = ENGINE_SPEEDS.get(settings.engine)
+    engine = version_engine(settings, version)
+    speed = ENGINE_SPEEDS.get(engine)
     if speed is None:
-        return ReadingEstimate(chunks, None, settings.engine, "no speed figure for this engine yet", chunk, memory)
+        return ReadingEstimate(chunks, None, engine, "no speed figure for this engine yet", chunk, memory)
     update = (chunk + memory + PROMPT_OVERHEAD_TOKENS) * speed.prefill_s_per_token + memory * speed.decode_s_per_token
     final = (
         memory + PROMPT_OVERHEAD_TOKENS
     ) * speed.prefill_s_per_token + config.answer_tokens * speed.decode_s_per_token
-    return ReadingEstimate(chunks, round(chunks * update + final, 1) if chunks else 0.0, settings.engine, speed.basis,
+    return ReadingEstimate(chunks, round(chunks * update + final, 1) if chunks else 0.0, engine, speed.basis,
                            chunk, memory)
 
 

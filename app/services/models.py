@@ -124,12 +124,17 @@ def active_version(session: Session) -> ModelVersion | None:
     return session.scalar(select(ModelVersion).where(ModelVersion.active.is_(True)).order_by(ModelVersion.id))
 
 
+def version_engine(settings: Settings, version: ModelVersion | None) -> str:
+    """The engine that serves `version`: its own, else the settings' (also for None)."""
+    return (version.engine if version is not None else None) or settings.engine
+
+
 def serving_settings(settings: Settings, version: ModelVersion | None) -> Settings:
     """Settings whose engine (app/services/llm.py `engine_for`) serves `version`'s weights; the
     settings themselves for None. Merging an adapter takes a while the first time (then cached)."""
     if version is None:
         return settings
-    engine = version.engine or settings.engine
+    engine = version_engine(settings, version)
     updates: dict[str, Any] = {"engine": engine, "model": version.base_model}
     if engine == "openai":
         updates["openai_model"] = version.name
