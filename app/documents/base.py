@@ -50,3 +50,12 @@ TXT_HEADING = re.compile(
     r"|[IVXLC]{1,8}\.?"
     r"|\d{1,3}(?:\.\d{1,3})*\.?[ \t]+[A-Z][A-Z ,&'-]{2,60}"
 )
+#: a heading is one line of at most this many characters
+MAX_HEADING_CHARS = 120
+
+
+def is_heading(paragraph: str) -> bool:
+    """Whether a paragraph is a chapter-like heading (TXT_HEADING) that starts a section: in plain text, and in
+    a plain DOCX, EPUB or HTML paragraph (app/documents/rich.py)."""
+    return (len(paragraph) <= MAX_HEADING_CHARS and "\n" not in paragraph
+            and TXT_HEADING.fullmatch(paragraph) is not None)

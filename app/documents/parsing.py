@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import re
 
-from app.documents.base import TXT_HEADING, ParsedDocument, ParseError, page_of, page_unit  # noqa: F401 (re-exported)
+from app.documents.base import TXT_HEADING, ParsedDocument, ParseError, is_heading, page_of, page_unit  # noqa: F401 (re-exported)
 from app.documents.detect import ZIP_LIMITS, ZipLimits, decode_text, detect_format  # noqa: F401
 from app.documents.normalise import TextBuilder, normalise
 
@@ -59,7 +59,7 @@ def parse_txt(data: bytes) -> ParsedDocument:
     starts, labels = [0], ["Start"]
     offset = 0
     for block in text.split("\n\n"):
-        if len(block) <= 120 and "\n" not in block and TXT_HEADING.fullmatch(block):
+        if is_heading(block):
             if offset == 0:
                 labels[0] = block
             elif starts[-1] != offset:

@@ -31,7 +31,7 @@ from html import unescape
 from pathlib import Path
 from typing import Iterable
 
-from app.documents.base import TXT_HEADING, ParsedDocument, ParseError
+from app.documents.base import ParsedDocument, ParseError, is_heading
 from app.documents.detect import decode_text
 from app.documents.normalise import TextBuilder, normalise
 
@@ -106,7 +106,7 @@ def build_sections(fmt: str, elements: Iterable, title: str | None) -> ParsedDoc
         text = (getattr(el, "text", "") or "").strip()
         if kind in _SKIP or not text:
             continue
-        if kind == "Title" or (kind in _PLAIN and (_bold_heading(el, text) or _chapter_heading(text))):
+        if kind == "Title" or (kind in _PLAIN and (_bold_heading(el, text) or is_heading(text))):
             label = normalise(text).replace("\n", " ")[:MAX_LABEL]
             first_heading = first_heading or label
             if b.page_labels and not section_has_body:
@@ -144,12 +144,6 @@ def _bold_heading(el: object, text: str) -> bool:
     words = len(text.split())
     return (len(text) <= MAX_LABEL and "\n" not in text and words <= 12 and text[-1] not in ",;:"
             and (text[-1] not in ".!?" or words <= 5))
-
-
-def _chapter_heading(text: str) -> bool:
-    """A plain paragraph such as "CHAPTER I" or "12. GOVERNING LAW": a section starts there, as in
-    plain text (the same rule, app.documents.base.TXT_HEADING)."""
-    return len(text) <= MAX_LABEL and "\n" not in text and TXT_HEADING.fullmatch(text) is not None
 
 
 def clean_title(title: str | None) -> str | None:

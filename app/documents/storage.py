@@ -13,6 +13,11 @@ def blob_path(blob_dir: Path, sha256: str) -> Path:
     return blob_dir / sha256[:2] / sha256
 
 
+def page_dir(data_dir: Path, sha256: str) -> Path:
+    """Where the page images of the stored PDF `sha256` are cached (app/services/documents.py page_image)."""
+    return data_dir / "pages" / sha256
+
+
 def store_blob(blob_dir: Path, data: bytes) -> str:
     sha256 = hashlib.sha256(data).hexdigest()
     path = blob_path(blob_dir, sha256)

@@ -16,7 +16,7 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from app.db import session_scope
-from app.documents.storage import blob_path
+from app.documents.storage import blob_path, page_dir
 from app.models import Checkpoint, Document, Feedback, Reading, ReadingStatus, Review
 from app.services.documents import require_document
 from app.services.users import UserView, resolve_actor
@@ -84,6 +84,6 @@ def delete_document(settings: Settings, document_id: int, *, user: UserView | No
         path = blob_path(settings.blob_dir, sha256)
         removed = path.is_file()
         path.unlink(missing_ok=True)
-        shutil.rmtree(settings.data_dir / "pages" / sha256, ignore_errors=True)
+        shutil.rmtree(page_dir(settings.data_dir, sha256), ignore_errors=True)
     return DeletionView(gone.document_id, gone.title, gone.status, gone.readings, gone.checkpoints, gone.feedback,
                         file_removed=removed)

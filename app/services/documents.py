@@ -26,7 +26,7 @@ from app.documents.base import ParseError, page_unit
 from app.documents.pages import SCALE as PAGE_SCALE
 from app.documents.pages import render_untrusted
 from app.documents.sandbox import DEFAULT_LIMITS, ParseLimits, parse_untrusted
-from app.documents.storage import blob_path, store_blob
+from app.documents.storage import blob_path, page_dir, store_blob
 from app.models import Document, DocumentStatus, ModelVersion
 from app.services.errors import NotFound, valid_id
 from app.services.llm import tokenizer_for
@@ -308,7 +308,7 @@ def page_image(settings: Settings, document_id: int, page: int, *, start: int | 
         if not highlight:
             raise NotFound(f"characters {start}–{end} of document {document_id} are not on page {page}")
         name += f"-{on_page[0]}-{on_page[1]}"
-    dest = settings.data_dir / "pages" / sha256 / f"{name}.png"
+    dest = page_dir(settings.data_dir, sha256) / f"{name}.png"
     if not dest.is_file():
         render_untrusted(src, page, dest, highlight=highlight)
     return dest
