@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from app.db import session_scope
 from app.documents.base import page_unit
-from app.models import Checkpoint, DocumentStatus, Reading, ReadingStatus, utcnow
+from app.models import Checkpoint, Document, DocumentStatus, Reading, ReadingStatus, utcnow
 from app.queue import request_reading_pass
 from app.services.documents import require_document
 from app.services.errors import NotFound, valid_id
@@ -267,6 +267,17 @@ def show(
     with session_scope(settings.resolved_database_url) as s:
         r = require_reading(s, reading_id, resolve_actor(s, settings, user))
         return reading_view(r, settings.stale_after_s, with_chunks=with_chunks)
+
+
+def positions(settings: Settings, reading_ids: list[int], *,
+              user: UserView | None = None) -> dict[int, tuple[str, int]]:
+    """Each reading's status and cursor, in one light query (no checkpoints): what a view that follows readings
+    compares to tell which moved before it loads them. Missing: readings deleted, or not the user's."""
+    with session_scope(settings.resolved_database_url) as s:
+        actor = resolve_actor(s, settings, user)
+        rows = s.execute(select(Reading.id, Reading.status, Reading.cursor, Document.owner_id).join(Document)
+                         .where(Reading.id.in_([i for i in reading_ids if valid_id(i)])))
+        return {i: (status.value, cursor or 0) for i, status, cursor, owner in rows if can_see(actor, owner)}
 
 
 def step(settings: Settings, reading_id: int, k: int, *, user: UserView | None = None) -> StepView:

@@ -24,56 +24,105 @@ def _status(r: ReadingView) -> str:
     return r.status
 
 
-def pass_cards_html(views: list[ReadingView]) -> str:
-    """The pass's readings as cards in a grid, side by side (stacked on a narrow screen). Every value from the
-    document, the user or the model is escaped: only the markup here is HTML."""
-    cards = []
-    for r in views:
-        memory = r.checkpoints[-1].memory if r.checkpoints else ""
-        step = f"after chunk {r.checkpoints[-1].step}" if r.checkpoints else "none yet"
-        answer = html.escape(r.answer) if r.answer is not None else f"<i>{html.escape(_status(r))}…</i>"
-        cards.append(
-            f'<article class="lr-pass-card" data-reading="{int(r.id)}">'
-            f'<header><b>#{int(r.id)}</b> {html.escape(" ".join(r.question.split()))}</header>'
-            f'<div class="lr-pass-status">{html.escape(_status(r))}</div>'
-            f'<div class="lr-pass-answer"><span>Answer</span>{answer}</div>'
-            f'<details open><summary>Memory ({html.escape(step)})</summary>'
-            f'<div class="lr-pass-memory">{html.escape(memory) or "<i>empty</i>"}</div></details></article>'
-        )
-    head = (f'<div class="lr-pass-head">One pass, {len(views)} questions: read together, chunk by chunk; '
+def card_html(r: ReadingView) -> str:
+    """One reading's card. Every value from the document, the user or the model is escaped: only the markup
+    here is HTML."""
+    memory = r.checkpoints[-1].memory if r.checkpoints else ""
+    step = f"after chunk {r.checkpoints[-1].step}" if r.checkpoints else "none yet"
+    answer = html.escape(r.answer) if r.answer is not None else f"<i>{html.escape(_status(r))}…</i>"
+    return (
+        f'<article class="lr-pass-card" data-reading="{int(r.id)}">'
+        f'<header><b>#{int(r.id)}</b> {html.escape(" ".join(r.question.split()))}</header>'
+        f'<div class="lr-pass-status">{html.escape(_status(r))}</div>'
+        f'<div class="lr-pass-answer"><span>Answer</span>{answer}</div>'
+        f'<details open><summary>Memory ({html.escape(step)})</summary>'
+        f'<div class="lr-pass-memory">{html.escape(memory) or "<i>empty</i>"}</div></details></article>'
+    )
+
+
+def pass_html(cards: list[str]) -> str:
+    """The pass's cards in a grid, side by side (stacked on a narrow screen)."""
+    head = (f'<div class="lr-pass-head">One pass, {len(cards)} questions: read together, chunk by chunk; '
             "each answer beside the memory it was written from.</div>")
     return f'<section class="lr-pass">{head}<div class="lr-pass-grid">{"".join(cards)}</div></section>'
 
 
-class PassView:
-    """The pass's cards (`box`) and its handlers: `show(ids)` fills it, `follow(ids, shown)` keeps it current."""
+def pass_cards_html(views: list[ReadingView]) -> str:
+    """The pass's readings as cards, side by side."""
+    return pass_html([card_html(r) for r in views])
 
-    def __init__(self, box: gr.HTML, show: Callable, follow: Callable) -> None:
-        self.box, self.show, self.follow = box, show, follow
+
+#: a reading's (status, cursor) and its card, by id: what the pass view shows
+Cards = dict[int, tuple[tuple[str, int], str]]
+
+
+#: what `show`, `follow` and `hide` update: the box, its timer and the cards shown
+PASS_OUTPUTS = 3
+
+
+def _reading(cards: Cards) -> bool:
+    """Whether a reading of the pass is still queued or running (the pass view follows it while one is)."""
+    return any(status in ("queued", "running") for (status, _), _ in cards.values())
+
+
+class PassView:
+    """The pass's cards (`box`), the timer that follows it while it reads, the cards shown (`cards`, a State)
+    and its handlers: `show(ids)` fills it, `follow(ids, cards)` keeps it current, `hide()` empties it; each
+    updates `outputs`."""
+
+    def __init__(self, box: gr.HTML, timer: gr.Timer, cards: gr.State, show: Callable, follow: Callable) -> None:
+        self.box, self.timer, self.cards, self.show, self.follow = box, timer, cards, show, follow
+        self.outputs = [box, timer, cards]
+
+    @staticmethod
+    def hide() -> tuple:
+        return gr.update(value="", visible=False), gr.Timer(active=False), {}
 
 
 def build_pass_view(settings: Settings, me: Callable[[], UserView | None]) -> PassView:
     """The pass's box, hidden until several questions are asked at once; call in the layout."""
 
-    def render(ids: list[int] | None) -> str:
-        views = []
-        for reading_id in ids or []:
+    def load(ids: list[int], shown: Cards) -> Cards:
+        """The pass's cards: a reading whose status or chunk moved since `shown` is loaded again, the others are
+        kept as they were (one light query when none moved); a reading deleted meanwhile drops out. One question
+        is no pass (the open reading's view shows it): nothing to load."""
+        if len(ids) < 2:
+            return {}
+        who = me()
+        where = readings.positions(settings, [int(i) for i in ids], user=who)
+        cards: Cards = {}
+        for reading_id in (int(i) for i in ids):
+            if reading_id not in where:
+                continue
+            old = shown.get(reading_id)
+            if old is not None and old[0] == where[reading_id]:
+                cards[reading_id] = old
+                continue
             try:
-                views.append(readings.show(settings, int(reading_id), user=me()))
+                cards[reading_id] = (where[reading_id], card_html(readings.show(settings, reading_id, user=who)))
             except NotFound:  # deleted meanwhile
                 continue
-        return pass_cards_html(views) if len(views) > 1 else ""
+        return cards
 
-    def show(ids: list[int] | None):
-        text = render(ids)
-        return gr.update(value=text, visible=bool(text))
+    def update(cards: Cards) -> tuple:
+        """The box for `cards` (several: one reading is the open one's view), followed while any of them reads."""
+        if len(cards) < 2:
+            return PassView.hide()
+        box = gr.update(value=pass_html([card for _, card in cards.values()]), visible=True)
+        return box, gr.Timer(active=_reading(cards)), cards
 
-    def follow(ids: list[int] | None, shown: str | None):
-        """No update when nothing changed, so the cards do not flicker (or close a memory someone opened)."""
-        if not ids or len(ids) < 2:
-            return gr.update()
-        text = render(ids)
-        return gr.update() if text == (shown or "") else gr.update(value=text, visible=bool(text))
+    def show(ids: list[int] | None) -> tuple:
+        return update(load(ids or [], {}))
+
+    def follow(ids: list[int] | None, shown: Cards | None) -> tuple:
+        """No update when nothing changed, so the cards do not flicker (or close a memory someone opened);
+        the timer stops once no reading of the pass is queued or running."""
+        shown = shown or {}
+        cards = load(ids or [], shown)
+        if cards == shown and len(cards) > 1:
+            return gr.update(), gr.update() if _reading(cards) else gr.Timer(active=False), shown
+        return update(cards)
 
     box = gr.HTML(visible=False, elem_id="pass-view")
-    return PassView(box, show, follow)
+    timer = gr.Timer(1.0, active=False)
+    return PassView(box, timer, gr.State({}), show, follow)

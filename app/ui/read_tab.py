@@ -21,7 +21,7 @@ from app.services.users import UserView
 from app.services.views import QUEUED
 from app.settings import Settings
 from app.ui.document_actions import DocumentActions
-from app.ui.pass_view import build_pass_view
+from app.ui.pass_view import PassView, build_pass_view
 from app.ui.read_views import (
     BRANCH_COLUMNS,
     DIFF_COLORS,
@@ -126,7 +126,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
     def on_switch(document_id: int | None, reading_id: int | None, saved: dict | None):
         """Another document chosen: its info and readings; the previous document's questions, pass, memory and
         answer go (show_document closes a reading of another document)."""
-        return *show_document(document_id, reading_id, saved), "", "", [], gr.update(value="", visible=False)
+        return *show_document(document_id, reading_id, saved), "", "", [], *PassView.hide()
 
     def after_delete(document_id: int | None, reading_id: int | None, saved: dict | None):
         """Once a deletion was tried: the menu without the document, and the tab cleared as for a switch (nothing
@@ -187,7 +187,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
                saved: dict | None):
         asked, reading_id, *view = _ask(document_id, question, more, chunk_tokens, memory_tokens)
         return (reading_id, *view, reading_rows(document_id), {**(saved or {}), "reading": reading_id}, asked,
-                pass_view.show(asked))
+                *pass_view.show(asked))
 
     def _ask(document_id: int | None, question: str, more: str, chunk_tokens: str, memory_tokens: str):
         """Ask the question, and any more (one a line): read together in one pass; the first one opens."""
@@ -363,13 +363,14 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         view = [reading_id, status, bar, memory, answer, timer]
         shown = [doc_info, readings_table, saved, *view]
         upload.upload(on_upload, [upload, reading_id, saved], [upload, document, *shown], show_progress="hidden")
-        cleared = [*shown, question, more_questions, pass_ids, pass_view.box]
+        cleared = [*shown, question, more_questions, pass_ids, *pass_view.outputs]
         document.input(on_switch, [document, reading_id, saved], cleared, show_progress="hidden")
         actions.connect(document, after_delete, [document, reading_id, saved], [document, *cleared])
         ask.click(on_ask, [document, question, more_questions, chunk_tokens, memory_tokens, saved],
-                  [*view, readings_table, saved, pass_ids, pass_view.box], show_progress="hidden")
-        for tick in (timer, list_timer):
-            tick.tick(pass_view.follow, [pass_ids, pass_view.box], pass_view.box, show_progress="hidden")
+                  [*view, readings_table, saved, pass_ids, *pass_view.outputs], show_progress="hidden")
+        # The pass's own timer: it runs while a reading of the pass is queued or running (a retry starts it again).
+        pass_view.timer.tick(pass_view.follow, [pass_ids, pass_view.cards], pass_view.outputs, show_progress="hidden")
+        retry.click(lambda: gr.Timer(active=True), None, pass_view.timer, show_progress="hidden")
         readings_table.select(on_open, saved, [reading_id, question, *view[1:], saved], show_progress="hidden")
         list_timer.tick(on_refresh, [document, readings_table], readings_table, show_progress="hidden")
         timer.tick(on_tick, [reading_id, notice], [status, bar, memory, answer, timer], show_progress="hidden")
