@@ -15,7 +15,7 @@ missing one does.
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
 from app.db import session_scope
@@ -278,6 +278,20 @@ def positions(settings: Settings, reading_ids: list[int], *,
         rows = s.execute(select(Reading.id, Reading.status, Reading.cursor, Document.owner_id).join(Document)
                          .where(Reading.id.in_([i for i in reading_ids if valid_id(i)])))
         return {i: (status.value, cursor or 0) for i, status, cursor, owner in rows if can_see(actor, owner)}
+
+
+def step_count(settings: Settings, reading_id: int, *, user: UserView | None = None) -> int:
+    """How many steps the reading's timeline has, in one light query (no checkpoint is loaded): its own
+    checkpoints and, a branch, the steps before the edited one it shares (`Reading.timeline`). NotFound if none."""
+    own = select(func.count()).where(Checkpoint.reading_id == Reading.id).scalar_subquery()
+    with session_scope(settings.resolved_database_url) as s:
+        actor = resolve_actor(s, settings, user)
+        row = s.execute(select(Reading.parent_reading_id, Reading.branched_at_step, Document.owner_id, own)
+                        .join(Document).where(Reading.id == reading_id)).first() if valid_id(reading_id) else None
+    if row is None or not can_see(actor, row.owner_id):
+        raise NotFound(f"no reading {reading_id}")
+    parent, at, _, n = row
+    return n + (at - 1 if parent is not None and at is not None else 0)
 
 
 def step(settings: Settings, reading_id: int, k: int, *, user: UserView | None = None) -> StepView:

@@ -21,7 +21,7 @@ from app.services.users import UserView
 from app.services.views import QUEUED
 from app.settings import Settings
 from app.ui.document_actions import DocumentActions
-from app.ui.pass_view import PassView, build_pass_view
+from app.ui.pass_view import PASS_OUTPUTS, PassView, build_pass_view
 from app.ui.read_views import (
     BRANCH_COLUMNS,
     DIFF_COLORS,
@@ -50,6 +50,8 @@ def closed() -> tuple:
 
 
 VIEW_OUTPUTS = 6  # the reading view's parts, as closed() lists them
+#: on_switch's: the info line, the readings, saved, the reading view, question, more questions, the pass
+SWITCH_OUTPUTS = 3 + VIEW_OUTPUTS + 3 + PASS_OUTPUTS
 
 
 def _tokens(value: str | None, what: str) -> int | None:
@@ -130,14 +132,11 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
 
     def after_delete(document_id: int | None, reading_id: int | None, saved: dict | None):
         """Once a deletion was tried: the menu without the document, and the tab cleared as for a switch (nothing
-        changes if it is still there: the deletion was refused)."""
-        keep = len(on_switch(None, None, None)) + 1
-        try:
-            documents.show_document(settings, document_id, with_page_map=False, user=me())
-            return (gr.update(),) * keep
-        except NotFound:
-            pass
-        return gr.update(choices=doc_choices(), value=None), *on_switch(None, None, saved)
+        changes if it is still there: the deletion was refused). One query: the menu's documents."""
+        choices = doc_choices()
+        if document_id in {value for _, value in choices}:
+            return (gr.update(),) * (1 + SWITCH_OUTPUTS)
+        return gr.update(choices=choices, value=None), *on_switch(None, None, saved)
 
     def on_refresh(document_id: int | None, shown: list[list[object]] | None):
         """Readings made elsewhere (the API, another tab) and their progress; no update when

@@ -81,33 +81,38 @@ def build_reading_details(settings: Settings, me: Callable[[], UserView | None])
         return (describe_step(v), v.checkpoint.chunk or "", v.checkpoint.memory,
                 diff_spans(v.previous_memory, v.checkpoint.memory), gr.update(interactive=True))
 
-    def load_timeline(reading_id: int | None):
-        """The open reading's timeline, at its last step; the slider spans every step."""
+    def steps(reading_id: int | None) -> int:
+        """How many steps the open reading's timeline has (0: none open, or gone)."""
         try:
-            n = len(readings.show(settings, reading_id, user=me()).checkpoints) if reading_id is not None else 0
+            return readings.step_count(settings, reading_id, user=me()) if reading_id is not None else 0
         except NotFound:
-            n = 0
+            return 0
+
+    def timeline_at(reading_id: int | None, n: int):
+        """The timeline of a reading of `n` steps, at its last step; the slider spans every step."""
         if n == 0:
             return gr.update(minimum=0, maximum=1, value=0, interactive=False), *NO_STEP
         return gr.update(minimum=1, maximum=max(n, 2), value=n, interactive=n > 1), *show_step(reading_id, n)
+
+    def load_timeline(reading_id: int | None):
+        """The open reading's timeline, at its last step."""
+        return timeline_at(reading_id, steps(reading_id))
 
     def follow_timeline(reading_id: int | None, followed: list | None):
         """The timeline follows the open reading as it reads and once it finishes (a branch included): new steps
         extend the slider and, unless the person moved the slider themselves (stop_following), the timeline moves
         on to the new last step. `followed` is [reading id, steps shown, following]; nothing changes while the
-        number of steps does not. (The slider is no input here: its value lags its bounds while they change.)"""
+        number of steps does not, and only a new step is loaded (one light query for the count otherwise).
+        (The slider is no input here: its value lags its bounds while they change.)"""
         keep = (gr.update(),) * (1 + len(NO_STEP))
-        try:
-            n = len(readings.show(settings, reading_id, user=me()).checkpoints) if reading_id is not None else 0
-        except NotFound:
-            n = 0
+        n = steps(reading_id)
         if not followed or followed[0] != reading_id:  # just opened: load_timeline shows it
             return [reading_id, n, True], *keep
         if followed[1] == n:
             return gr.update(), *keep
         if not followed[2]:  # looking at a step of their choice: leave it there
             return [reading_id, n, False], gr.update(maximum=max(n, 2), interactive=n > 1), *keep[1:]
-        return [reading_id, n, True], *load_timeline(reading_id)
+        return [reading_id, n, True], *timeline_at(reading_id, n)
 
     def stop_following(followed: list | None):
         """The person moved the slider: the timeline stays where they put it while the reading goes on."""

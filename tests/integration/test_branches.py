@@ -144,6 +144,20 @@ def test_a_branch_of_a_branch_resumes_correctly(db_settings, tokenizer):
     assert [(r.id, r.parent_reading_id, r.branched_at_step) for r in tree] == [(b, a, 2), (c, b, 4), (d, b, 1)]
 
 
+def test_the_step_count_is_the_length_of_the_timeline(db_settings, tokenizer):
+    """What the Read tab's timeline checks each tick (one light query) counts what the timeline shows."""
+    a = _answered(db_settings, tokenizer)
+    b = readings.edit(db_settings, a, 3, "B", enqueue=False).id
+    c = readings.edit(db_settings, b, 2, "C", enqueue=False).id  # a step B shares with A
+    d = readings.edit(db_settings, b, 3, "D", enqueue=False).id  # B's own edited step
+    counted = [readings.step_count(db_settings, i) for i in (a, b, c, d)]
+    assert counted == [len(readings.show(db_settings, i).checkpoints) for i in (a, b, c, d)]
+    _read(db_settings, tokenizer, [b, c])
+    assert [readings.step_count(db_settings, i) for i in (b, c)] == [counted[0]] * 2  # read to the end
+    with pytest.raises(NotFound):
+        readings.step_count(db_settings, 10**6)
+
+
 def test_an_interrupted_branch_resumes_after_its_last_checkpoint(db_settings, tokenizer):
     a = _answered(db_settings, tokenizer)
     before = _own_rows(db_settings, a)
