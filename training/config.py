@@ -44,7 +44,8 @@ class DataConfig(BaseModel):
         "others' facts are look-alikes too, as in held-out documents of 8K tokens and more (one question per 4K "
         "tokens, training/evaluate.py), so the reader learns to keep only the asked person's fact.",
     )
-    contracts: bool = Field(True, description="Use the training split of the contracts' expert QA.")
+    contracts: bool = Field(True, description="Use the training split of the contracts' expert QA: the extraction "
+                            "questions of contracts-train, less every evaluation suite's contracts.")
     contract_categories: list[str] = Field(
         [], description="Only these contract question categories (e.g. 'Governing Law'); empty means all."
     )

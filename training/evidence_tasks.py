@@ -28,7 +28,7 @@ start when that is what keeps the evidence off a chunk boundary.
 
 A question is kept only when its oracle's final memory fits `memory_tokens` and its boxed answer `answer_tokens`:
 SFT must not teach the reader to write what it cannot write when reading. Contracts in `exclude_contracts` (by
-default `training.suites.NOT_FOR_TRAINING`, the `clauses` suite's dev and held-out contracts) are never read.
+default `training.tasks.NOT_FOR_TRAINING`, every evaluation suite's dev and held-out contracts) are never read.
 """
 
 from __future__ import annotations
@@ -46,12 +46,13 @@ from typing import Any
 
 from inference.chunking import token_starts
 from training.book_questions import QUESTIONS_DIR, load_questions, speaker_questions
-from training.suites import CONTRACTS_TRAIN_DIR, NOT_FOR_TRAINING
 from training.tasks import (
     ABSENT,
     BOOKS_DIR,
+    CONTRACTS_TRAIN_DIR,
     HELD_OUT_BOOKS,
     KINDS,
+    NOT_FOR_TRAINING,
     TRAIN_BOOKS,
     Task,
     count_tokens,

@@ -1,15 +1,16 @@
 """The evaluation suites and their dev / held-out split, fixed by document id.
 
 Dev sets choose between readers; held-out sets are reported once per shipped reader (DESIGN.md). Every
-split is by document, written out here rather than computed, so that a change to a data file cannot move a
-document across it, and `tests/unit/test_suites.py` pins it.
+split is by document, written out rather than computed, so that a change to a data file cannot move a
+document across it, and `tests/unit/test_suites.py` pins it. The contract ids are owned by `training.tasks`
+(base.py), whose training draws exclude every one of them (`NOT_FOR_TRAINING`).
 
 - `contracts`: the 60 CUAD contracts with PDFs (`contracts/`), their 8 extraction categories. Held out: the
   20 of `HELD_OUT_CONTRACTS` that no reader was trained on, and 10 more (every sixth id from cuad-001);
   dev the other 30. The upload is the PDF.
 - `clauses`: the 33 yes/no clause categories of `contracts-train/cases.jsonl` (each question carries CUAD's
   description of its category), on 30 dev and 30 held-out contracts of that set (a seeded sample of 60,
-  alternately dev and held-out). Training must never draw them: `NOT_FOR_TRAINING`, `trainable_contract`.
+  alternately dev and held-out).
 - `books`: the hand-written questions on the four novels (`training/questions/<stem>.jsonl`, loaded by
   `training.book_questions`), Little Women held out.
 - `synthetic`: planted facts (`training.tasks.synthetic_tasks`): held out in Little Women; dev in the
@@ -31,6 +32,11 @@ from typing import Any, Literal
 from training.book_questions import QUESTIONS_DIR, load_questions
 from training.tasks import (
     BOOKS_DIR,
+    CLAUSES_DEV,
+    CLAUSES_HELD_OUT,
+    CONTRACTS_DEV,
+    CONTRACTS_HELD_OUT,
+    CONTRACTS_TRAIN_DIR,
     DATA_DIR,
     HELD_OUT_BOOKS,
     TRAIN_BOOKS,
@@ -45,34 +51,6 @@ EvalSplit = Literal["dev", "held-out"]
 SPLITS: tuple[EvalSplit, ...] = ("dev", "held-out")
 SUITES: tuple[str, ...] = ("contracts", "clauses", "books", "synthetic")
 
-CONTRACTS_TRAIN_DIR = DATA_DIR / "contracts-train"
-
-#: contracts/: held out, the 20 of HELD_OUT_CONTRACTS (every third id) and every sixth from cuad-001
-CONTRACTS_HELD_OUT: tuple[str, ...] = (
-    "cuad-000", "cuad-001", "cuad-003", "cuad-006", "cuad-007", "cuad-009", "cuad-012", "cuad-013", "cuad-015",
-    "cuad-018", "cuad-019", "cuad-021", "cuad-024", "cuad-025", "cuad-027", "cuad-030", "cuad-031", "cuad-033",
-    "cuad-036", "cuad-037", "cuad-039", "cuad-042", "cuad-043", "cuad-045", "cuad-048", "cuad-049", "cuad-051",
-    "cuad-054", "cuad-055", "cuad-057",
-)  # fmt: skip
-CONTRACTS_DEV: tuple[str, ...] = (
-    "cuad-002", "cuad-004", "cuad-005", "cuad-008", "cuad-010", "cuad-011", "cuad-014", "cuad-016", "cuad-017",
-    "cuad-020", "cuad-022", "cuad-023", "cuad-026", "cuad-028", "cuad-029", "cuad-032", "cuad-034", "cuad-035",
-    "cuad-038", "cuad-040", "cuad-041", "cuad-044", "cuad-046", "cuad-047", "cuad-050", "cuad-052", "cuad-053",
-    "cuad-056", "cuad-058", "cuad-059",
-)  # fmt: skip
-
-#: contracts-train/: sorted(random.Random(38).sample(all 379 ids, 60)), alternately dev and held out
-CLAUSES_DEV: tuple[str, ...] = tuple(f"cuad-train-{i:03d}" for i in (
-    6, 23, 44, 53, 61, 73, 88, 115, 129, 148, 158, 169, 183, 192, 202, 215, 220, 233, 238, 244, 259, 271, 299,
-    312, 315, 327, 341, 352, 364, 371,
-))  # fmt: skip
-CLAUSES_HELD_OUT: tuple[str, ...] = tuple(f"cuad-train-{i:03d}" for i in (
-    13, 34, 45, 59, 66, 75, 94, 127, 137, 151, 168, 177, 188, 195, 206, 216, 224, 235, 243, 251, 270, 275, 303,
-    314, 319, 328, 347, 358, 370, 373,
-))  # fmt: skip
-#: contracts-train/ ids that training must never read: the clauses suite's
-NOT_FOR_TRAINING: frozenset[str] = frozenset(CLAUSES_DEV + CLAUSES_HELD_OUT)
-
 BOOKS_HELD_OUT: tuple[str, ...] = HELD_OUT_BOOKS  # Little Women
 BOOKS_DEV: tuple[str, ...] = TRAIN_BOOKS
 
@@ -82,15 +60,6 @@ DEV_SEED = -38
 SYNTHETIC_LENGTHS: dict[EvalSplit, tuple[int | None, ...]] = {
     "held-out": (2048, 8192, 32768, 131072, None), "dev": (2048, 8192, 32768, None),
 }
-
-
-def trainable_contract(contract_id: str) -> bool:
-    """Whether training may read this contracts-train contract (the clauses suite's may not).
-
-    >>> trainable_contract("cuad-train-001"), trainable_contract("cuad-train-013")
-    (True, False)
-    """
-    return contract_id not in NOT_FOR_TRAINING
 
 
 def split_ids(suite: str, split: EvalSplit) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from training import suites as s
-from training.tasks import DATA_DIR, HELD_OUT_CONTRACTS, contract_ids
+from training.tasks import DATA_DIR, HELD_OUT_CONTRACTS, contract_ids, contract_tasks, trainable_contract
 
 
 def test_contract_split_sizes_disjoint_and_holds_out_every_untrained_contract():
@@ -26,9 +26,16 @@ def test_clause_split_sizes_disjoint_and_in_contracts_train():
 
 def test_training_never_draws_a_clause_suite_contract():
     rows = s.clause_rows()
-    trainable = [cid for cid in rows if s.trainable_contract(cid)]
+    trainable = [cid for cid in rows if trainable_contract(cid)]
     assert len(trainable) == len(rows) - 60
     assert not set(trainable) & (set(s.CLAUSES_DEV) | set(s.CLAUSES_HELD_OUT))
+
+
+def test_training_contracts_are_no_suites_dev_or_held_out_contracts():
+    evaluated = {cid for suite in ("contracts", "clauses") for split in s.SPLITS for cid in s.split_ids(suite, split)}
+    train = contract_ids("train")
+    assert train and not set(train) & evaluated
+    assert {t.id.split(":")[0] for t in contract_tasks("train", ["Governing Law"])} <= set(train)
 
 
 def test_books_and_synthetic_hold_out_little_women_only():

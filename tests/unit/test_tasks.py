@@ -16,6 +16,7 @@ from training.tasks import (
     HELD_OUT_CONTRACTS,
     KINDS,
     NO_EVIDENCE_MEMORY,
+    NOT_FOR_TRAINING,
     NOT_IN_DOCUMENT,
     OPEN,
     TRAIN_BOOKS,
@@ -172,10 +173,13 @@ def test_book_splits_are_disjoint_and_windows_come_from_their_split(tokenizer):
 
 def test_contract_splits_are_by_document():
     held, train = contract_ids("held-out"), contract_ids("train")
-    assert len(held) == 20 and len(train) == 40 and not set(held) & set(train)
-    assert set(held) == set(HELD_OUT_CONTRACTS) and set(held) | set(train) == set(contract_ids("all"))
+    assert len(held) == 20 and len(train) == 379 - 60 and not set(held) & set(train)
+    assert set(held) == set(HELD_OUT_CONTRACTS) and not set(train) & set(contract_ids("all"))
+    assert not set(train) & NOT_FOR_TRAINING  # no evaluation suite's contract, dev or held out
     held_docs = {t.document for t in contract_tasks("held-out")}
-    assert not held_docs & {t.document for t in contract_tasks("train")}
+    train_tasks = contract_tasks("train")
+    assert not held_docs & {t.document for t in train_tasks}
+    assert all(t.kind.startswith("contract:") for t in train_tasks)  # extraction questions, no yes/no clause
 
 
 def test_contract_tasks_filter_categories_and_keep_verbatim_evidence():

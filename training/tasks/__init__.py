@@ -9,14 +9,15 @@
   by one planted sentence or by nothing. Entities and values
   are invented (pseudo-words, long numbers) and checked absent from the book window, so the answer is
   never guessable or findable elsewhere; documents are token-exact and seeded.
-- **contracts** of CUAD with expert answers and `evidence` clauses (`contract_tasks`), and variants of
-  their governing-law questions with another contract's clause planted, jurisdiction swapped
-  (`governing_law_variant`).
+- **contracts** of CUAD with expert answers and `evidence` clauses (`contract_tasks`; training reads the
+  extraction questions of contracts-train), and variants of their governing-law questions with another
+  contract's clause planted, jurisdiction swapped (`governing_law_variant`).
 - **feedback** exported by `longread feedback export` (`feedback_tasks`).
 - **a user's cases** file (`cases_tasks`).
 
-Splits are by document, never by question (`TRAIN_BOOKS`/`HELD_OUT_BOOKS`, `HELD_OUT_CONTRACTS`), so a
-held-out score never benefits from having read the same text in training.
+Splits are by document, never by question (`TRAIN_BOOKS`/`HELD_OUT_BOOKS`; training contracts are those of
+contracts-train that no evaluation suite reads, `NOT_FOR_TRAINING`), so a dev or held-out score never benefits
+from having read the same text in training.
 
 `evidence` are exact substrings of `document`; `oracle_memories` turns them into the memory a perfect
 reader would hold after each chunk, and `oracle_answer` into its answer: the SFT warm-start targets.
@@ -33,12 +34,18 @@ from inference.templates import NO_EVIDENCE_MEMORY, NOT_IN_DOCUMENT
 from training.tasks.base import (
     ABSENT,
     BOOKS_DIR,
+    CLAUSES_DEV,
+    CLAUSES_HELD_OUT,
+    CONTRACTS_DEV,
     CONTRACTS_DIR,
+    CONTRACTS_HELD_OUT,
+    CONTRACTS_TRAIN_DIR,
     DATA_DIR,
     DEFAULT_CURRICULUM,
     HELD_OUT_BOOKS,
     HELD_OUT_CONTRACTS,
     KINDS,
+    NOT_FOR_TRAINING,
     OPEN,
     SYNTHETIC_KINDS,
     TRAIN_BOOKS,
@@ -47,9 +54,10 @@ from training.tasks.base import (
     count_tokens,
     load_tasks,
     save_tasks,
+    trainable_contract,
 )
 from training.tasks.books import load_book, split_books
-from training.tasks.contracts import contract_ids, contract_tasks, governing_law_variant
+from training.tasks.contracts import contract_cases, contract_ids, contract_tasks, governing_law_variant
 from training.tasks.feedback import case_documents, case_rows, cases_tasks, feedback_answer, feedback_tasks
 from training.tasks.oracle import (
     corrections,
@@ -63,10 +71,12 @@ from training.tasks.oracle import (
 from training.tasks.synthetic import curriculum_tasks, synthetic_tasks
 
 __all__ = [
-    "ABSENT", "BOOKS_DIR", "CONTRACTS_DIR", "DATA_DIR", "DEFAULT_CURRICULUM", "HELD_OUT_BOOKS",
-    "HELD_OUT_CONTRACTS", "KINDS", "NOT_IN_DOCUMENT", "NO_EVIDENCE_MEMORY", "OPEN", "SYNTHETIC_KINDS", "Split",
-    "TRAIN_BOOKS", "Task", "case_documents", "case_rows", "cases_tasks", "contract_ids", "contract_tasks",
-    "corrections", "count_tokens", "curriculum_tasks", "evidence_gains", "feedback_answer", "feedback_tasks",
-    "governing_law_variant", "load_book", "load_tasks", "oracle_answer", "oracle_memories", "question_echo",
-    "save_tasks", "split_books", "synthetic_tasks", "with_answer_evidence", "with_doc_tokens",
+    "ABSENT", "BOOKS_DIR", "CLAUSES_DEV", "CLAUSES_HELD_OUT", "CONTRACTS_DEV", "CONTRACTS_DIR",
+    "CONTRACTS_HELD_OUT", "CONTRACTS_TRAIN_DIR", "DATA_DIR", "DEFAULT_CURRICULUM", "HELD_OUT_BOOKS",
+    "HELD_OUT_CONTRACTS", "KINDS", "NOT_FOR_TRAINING", "NOT_IN_DOCUMENT", "NO_EVIDENCE_MEMORY", "OPEN",
+    "SYNTHETIC_KINDS", "Split", "TRAIN_BOOKS", "Task", "case_documents", "case_rows", "cases_tasks",
+    "contract_cases", "contract_ids", "contract_tasks", "corrections", "count_tokens", "curriculum_tasks",
+    "evidence_gains", "feedback_answer", "feedback_tasks", "governing_law_variant", "load_book", "load_tasks",
+    "oracle_answer", "oracle_memories", "question_echo", "save_tasks", "split_books", "synthetic_tasks",
+    "trainable_contract", "with_answer_evidence", "with_doc_tokens",
 ]

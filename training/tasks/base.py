@@ -20,6 +20,7 @@ def _data_dir() -> Path:
 DATA_DIR = _data_dir()
 BOOKS_DIR = DATA_DIR / "books"
 CONTRACTS_DIR = DATA_DIR / "contracts"
+CONTRACTS_TRAIN_DIR = DATA_DIR / "contracts-train"
 
 Split = Literal["train", "held-out"]
 
@@ -31,6 +32,41 @@ HELD_OUT_BOOKS: tuple[str, ...] = ("pg37106",)  # Little Women
 #: Held-out contracts: every third id of cases.json (cuad-000, cuad-003, ..., cuad-057), 20 of 60.
 #: Fixed here, not computed, so that a change to the data file cannot move a contract across the split.
 HELD_OUT_CONTRACTS: tuple[str, ...] = tuple(f"cuad-{i:03d}" for i in range(0, 60, 3))
+
+# The evaluation suites' contracts (training/suites.py), owned here so that training's draws exclude them.
+#: contracts/: held out, the 20 of HELD_OUT_CONTRACTS (every third id) and every sixth from cuad-001
+CONTRACTS_HELD_OUT: tuple[str, ...] = (
+    "cuad-000", "cuad-001", "cuad-003", "cuad-006", "cuad-007", "cuad-009", "cuad-012", "cuad-013", "cuad-015",
+    "cuad-018", "cuad-019", "cuad-021", "cuad-024", "cuad-025", "cuad-027", "cuad-030", "cuad-031", "cuad-033",
+    "cuad-036", "cuad-037", "cuad-039", "cuad-042", "cuad-043", "cuad-045", "cuad-048", "cuad-049", "cuad-051",
+    "cuad-054", "cuad-055", "cuad-057",
+)  # fmt: skip
+CONTRACTS_DEV: tuple[str, ...] = (
+    "cuad-002", "cuad-004", "cuad-005", "cuad-008", "cuad-010", "cuad-011", "cuad-014", "cuad-016", "cuad-017",
+    "cuad-020", "cuad-022", "cuad-023", "cuad-026", "cuad-028", "cuad-029", "cuad-032", "cuad-034", "cuad-035",
+    "cuad-038", "cuad-040", "cuad-041", "cuad-044", "cuad-046", "cuad-047", "cuad-050", "cuad-052", "cuad-053",
+    "cuad-056", "cuad-058", "cuad-059",
+)  # fmt: skip
+#: contracts-train/: sorted(random.Random(38).sample(all 379 ids, 60)), alternately dev and held out
+CLAUSES_DEV: tuple[str, ...] = tuple(f"cuad-train-{i:03d}" for i in (
+    6, 23, 44, 53, 61, 73, 88, 115, 129, 148, 158, 169, 183, 192, 202, 215, 220, 233, 238, 244, 259, 271, 299,
+    312, 315, 327, 341, 352, 364, 371,
+))  # fmt: skip
+CLAUSES_HELD_OUT: tuple[str, ...] = tuple(f"cuad-train-{i:03d}" for i in (
+    13, 34, 45, 59, 66, 75, 94, 127, 137, 151, 168, 177, 188, 195, 206, 216, 224, 235, 243, 251, 270, 275, 303,
+    314, 319, 328, 347, 358, 370, 373,
+))  # fmt: skip
+#: contract ids that training must never read: every suite's dev and held-out contracts (all 60 of contracts/)
+NOT_FOR_TRAINING: frozenset[str] = frozenset(CONTRACTS_DEV + CONTRACTS_HELD_OUT + CLAUSES_DEV + CLAUSES_HELD_OUT)
+
+
+def trainable_contract(contract_id: str) -> bool:
+    """Whether training may read this contract (no suite's dev or held-out contract may).
+
+    >>> trainable_contract("cuad-train-001"), trainable_contract("cuad-train-013"), trainable_contract("cuad-002")
+    (True, False, False)
+    """
+    return contract_id not in NOT_FOR_TRAINING
 
 KINDS: tuple[str, ...] = ("single-needle", "multi-needle", "multi-hop", "variable-tracking")
 #: An open question about the story (what is eaten, which animals appear), asked of a window that never

@@ -10,36 +10,62 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from training.tasks.base import CONTRACTS_DIR, HELD_OUT_CONTRACTS, Split, Task, count_tokens
+from training.tasks.base import (
+    CONTRACTS_DIR,
+    CONTRACTS_TRAIN_DIR,
+    HELD_OUT_CONTRACTS,
+    Split,
+    Task,
+    count_tokens,
+    trainable_contract,
+)
 from training.tasks.oracle import _END, _is_end, _sentence_span
 
 
 # --- contracts ----------------------------------------------------------------------------------
-def contract_ids(split: Split | Literal["all"], contracts_dir: Path = CONTRACTS_DIR) -> list[str]:
-    cases = json.loads((Path(contracts_dir) / "cases.json").read_text(encoding="utf-8"))
-    ids = [c["id"] for c in cases]
+def contract_cases(contracts_dir: Path) -> list[dict]:
+    """A contracts folder's cases, one dict a contract: `cases.json` (contracts/) or `cases.jsonl`
+    (contracts-train/, one contract a line)."""
+    contracts_dir = Path(contracts_dir)
+    if (contracts_dir / "cases.json").is_file():
+        return json.loads((contracts_dir / "cases.json").read_text(encoding="utf-8"))
+    lines = (contracts_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def _folder(split: Split | Literal["all"], contracts_dir: Path | None) -> Path:
+    """Training reads contracts-train (less the suites' contracts); evaluation the contracts with PDFs."""
+    return Path(contracts_dir or (CONTRACTS_TRAIN_DIR if split == "train" else CONTRACTS_DIR))
+
+
+def contract_ids(split: Split | Literal["all"], contracts_dir: Path | None = None) -> list[str]:
+    """The contracts of a split: `train`, those of contracts-train that no evaluation suite reads (never one
+    of `NOT_FOR_TRAINING`, whatever the folder); `held-out`, `HELD_OUT_CONTRACTS`; `all`, every one of
+    contracts/."""
+    ids = [c["id"] for c in contract_cases(_folder(split, contracts_dir))]
     if split == "all":
         return ids
     if split == "held-out":
         return [i for i in ids if i in HELD_OUT_CONTRACTS]
     if split == "train":
-        return [i for i in ids if i not in HELD_OUT_CONTRACTS]
+        return [i for i in ids if trainable_contract(i)]
     raise ValueError(f"unknown split {split!r}; choose 'train', 'held-out' or 'all'")
 
 
 def contract_tasks(
     split: Split | Literal["all"],
     categories: Sequence[str] | None = None,
-    contracts_dir: Path = CONTRACTS_DIR,
+    contracts_dir: Path | None = None,
     tokenizer: Any = None,
     ids: Sequence[str] | None = None,
 ) -> list[Task]:
-    """CUAD questions of the split's contracts (only `categories` if given, e.g. ["Governing Law"]; only the
-    contracts `ids` of the split if given).
-    Evidence clauses that are not verbatim in the text (10 of 595) are dropped (a date answer is
-    matched in any form, training/verifier.py). `doc_tokens` is counted when a tokenizer is given."""
-    contracts_dir = Path(contracts_dir)
-    cases = json.loads((contracts_dir / "cases.json").read_text(encoding="utf-8"))
+    """CUAD's extraction questions of the split's contracts (only `categories` if given, e.g.
+    ["Governing Law"]; only the contracts `ids` of the split if given); the yes/no clause questions of
+    contracts-train are not among them. Evidence clauses that are not verbatim in the text (10 of 595 in
+    contracts/) are dropped (a date answer is matched in any form, training/verifier.py). `doc_tokens` is
+    counted when a tokenizer is given."""
+    contracts_dir = _folder(split, contracts_dir)
+    cases = contract_cases(contracts_dir)
     wanted = set(contract_ids(split, contracts_dir)) & (set(ids) if ids is not None else {c["id"] for c in cases})
     known = {q["category"] for c in cases for q in c["qa"]}
     for c in categories or ():
@@ -52,7 +78,7 @@ def contract_tasks(
         document = (contracts_dir / case["txt"]).read_text(encoding="utf-8")
         tokens = count_tokens(tokenizer, document) if tokenizer is not None else 0
         for qa in case["qa"]:
-            if categories and qa["category"] not in categories:
+            if qa.get("kind", "extract") != "extract" or (categories and qa["category"] not in categories):
                 continue
             evidence = tuple(e for e in qa["evidence"] if e and e in document)
             slug = re.sub(r"[^a-z0-9]+", "-", qa["category"].lower()).strip("-")
@@ -79,10 +105,11 @@ _OTHER_JURISDICTIONS = (
 def governing_law_variant(host: Task, donor: Task, rng: random.Random) -> Task | None:
     """`host`'s governing-law question on its contract with its own clause taken out and `donor`'s clause
     sentence planted at a random sentence end, the jurisdiction in it swapped for another (a US state
-    after "State of" or "Commonwealth of", else any state or country). The 34 training contracts give the
-    reader 34 clauses to pick out of their chunks; variants put each in new company and with a new answer,
+    after "State of" or "Commonwealth of", else any state or country). The training contracts' clauses are
+    few next to the places a clause may sit in; variants put each in new company and with a new answer,
     so that it learns to find the clause rather than its training contracts' answers. None when the
-    donor's answer is not in its clause or the host's clause cannot be taken out whole.
+    donor's answer is not in its clause, the host's clause cannot be taken out whole or the donor's sentence
+    does not read as one sentence where it is planted.
 
     >>> host = Task("h", "Parties agree. This Agreement is governed by Texas law. Fees are due.", "Which law?",
     ...             ("Texas",), ("This Agreement is governed by Texas law.",), "contract:Governing Law")
@@ -116,5 +143,7 @@ def governing_law_variant(host: Task, donor: Task, rng: random.Random) -> Task |
         return None
     p = rng.choice(ends)
     document = document[:p] + " " + sentence + " " + document[p:].lstrip(" ")  # a blank line's end has no space after
+    if _sentence_span(document, p + 1, p + 1 + len(sentence)) != (p + 1, p + 1 + len(sentence)):
+        return None  # not a whole sentence where planted (a bare answer, no end): the memory would keep more
     return replace(host, id=f"{host.id}+{donor.id.split(':')[0]}:{jurisdiction}", document=document,
                    answers=(jurisdiction,), evidence=(sentence,))

@@ -3,7 +3,6 @@ kinds), checking a selection, and previewing the samples it makes."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,14 +25,17 @@ from app.services.training_runs.shared import (
 from app.services.users import UserView
 from app.settings import Settings
 from training.tasks import (
-    CONTRACTS_DIR,
-    HELD_OUT_CONTRACTS,
+    CONTRACTS_TRAIN_DIR,
+    NOT_FOR_TRAINING,
     SYNTHETIC_KINDS,
     cases_tasks,
+    contract_cases,
+    contract_ids,
     contract_tasks,
     count_tokens,
     feedback_answer,
     synthetic_tasks,
+    trainable_contract,
 )
 
 #: documents of the synthetic tasks are at least this long: room for the planted facts and their distractors
@@ -79,13 +81,14 @@ def _qa_files(settings: Settings) -> list[tuple[str, int]]:
 
 
 def _contracts() -> tuple[int, int, int]:
-    """(training contracts, their questions, held-out contracts); zeros where the shared data is missing."""
+    """(training contracts, their questions, contracts held out for evaluation: every suite's dev and held-out
+    contracts, which training never reads); zeros where the shared data is missing."""
     try:
-        cases = json.loads((CONTRACTS_DIR / "cases.json").read_text(encoding="utf-8"))
+        cases = contract_cases(CONTRACTS_TRAIN_DIR)
     except OSError:
         return 0, 0, 0
-    train = [c for c in cases if c["id"] not in HELD_OUT_CONTRACTS]
-    return len(train), sum(len(c["qa"]) for c in train), len(cases) - len(train)
+    train = [c for c in cases if trainable_contract(c["id"])]
+    return len(train), sum(qa["kind"] == "extract" for c in train for qa in c["qa"]), len(NOT_FOR_TRAINING)
 
 
 def selected_feedback(settings: Settings, selection: DataSelection, actor: UserView) -> list[dict]:
@@ -119,7 +122,7 @@ def check_selection(settings: Settings, selection: DataSelection) -> None:
             raise RunError(f"qa_files: {path} is not one of the server's QA files (JSON Lines files in "
                            f"{settings.training_dir / 'qa'}): {', '.join(sorted(offered)) or 'there are none'}")
     if selection.contracts and _contracts()[0] == 0:
-        raise RunError("contracts: the shared contracts are not on this server (training/tasks: CONTRACTS_DIR)")
+        raise RunError("contracts: the shared contracts are not on this server (training/tasks: CONTRACTS_TRAIN_DIR)")
     if not (selection.include_feedback or selection.contracts or selection.qa_files or selection.synthetic_kinds):
         raise RunError("the selection is empty: include feedback, contracts, QA files or synthetic tasks")
 
@@ -137,7 +140,8 @@ def preview_samples(settings: Settings, selection: DataSelection, n: int = 5,
         sources.append(("feedback", [(r["question"], (a,), r["document_text"]) for r in rows
                                      if (a := feedback_answer(r))][:n]))  # fmt: skip
     if selection.contracts:
-        sources.append(("contracts", [(t.question, t.answers, t.document) for t in contract_tasks("train")[:n]]))
+        tasks = contract_tasks("train", ids=contract_ids("train")[:n])[:n]  # a few contracts' texts, not all
+        sources.append(("contracts", [(t.question, t.answers, t.document) for t in tasks]))
     for path in selection.qa_files:
         sources.append(("qa", [(t.question, t.answers, t.document) for t in cases_tasks(Path(path))[:n]]))
     if selection.synthetic_kinds:
