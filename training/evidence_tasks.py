@@ -14,9 +14,10 @@ questions and cuts their documents. Five groups (`GROUPS`), drawn in turn so tha
   evidence, cut at a sentence or word end to `CLAUSE_CHARS` (the memory holds the clause, not the contract).
   No: no evidence, the memory stays empty and the answer is `No`. Its kind is `ABSENT` ("the document holds no
   such clause") because `with_answer_evidence` would take the word "No" anywhere in a contract as evidence.
-- `book`: the hand-written questions of `training/questions/*.jsonl` and the "Who says ..." questions made from
-  dialogue tags (`training.book_questions`), on the training novels only: Little Women (`HELD_OUT_BOOKS`) is never
-  read. Their evidence is written whitespace-collapsed; it is found verbatim in the text.
+- `book`: the "Who says ..." questions made from dialogue tags (`training.book_questions`), on the training novels
+  only: Little Women (`HELD_OUT_BOOKS`) is never read. The hand-written questions of `training/questions/*.jsonl`
+  are the `books` suite's, dev on these novels, so none of them is drawn, nor a made question whose passage
+  overlaps one of theirs. Their evidence is written whitespace-collapsed; it is found verbatim in the text.
 - `planted`: facts planted in the training novels (`synthetic_tasks`, the four `KINDS`).
 - `absent`: questions the document does not answer, only look-alikes of their facts (`synthetic_tasks`, `ABSENT`).
 
@@ -180,19 +181,26 @@ def verbatim(text: str, quote: str) -> str | None:
 
 def book_questions(books: Sequence[str] = TRAIN_BOOKS, books_dir: Path = BOOKS_DIR,
                    questions_dir: Path = QUESTIONS_DIR) -> tuple[dict[str, str], list[Question]]:  # fmt: skip
-    """The texts (by stem) and the hand-written and dialogue-tag questions of `books`; never a held-out book."""
+    """The texts (by stem) and the "Who says ..." questions made from the dialogue tags of `books`; never a
+    held-out book. The hand-written questions are the `books` suite's (dev: these very novels), so training
+    draws none of them, nor a made question whose passage overlaps one of theirs."""
     held = set(books) & set(HELD_OUT_BOOKS)
     if held:
         raise ValueError(f"{', '.join(sorted(held))} is held out: training never reads it")
     texts = {stem: load_book(Path(books_dir) / f"{stem}.txt") for stem in books}
-    written = [q for q in load_questions(questions_dir) if Path(q.book).stem in texts]
-    made = [q for stem in books for q in speaker_questions(f"{stem}.txt", books_dir)]
-    questions = []
-    for q in written + made:
+    scored: dict[str, list[tuple[int, int]]] = {stem: [] for stem in books}
+    for q in load_questions(questions_dir):
         stem = Path(q.book).stem
-        passage = verbatim(texts[stem], q.evidence)
-        if passage:
-            questions.append(Question(q.id, BOOK, stem, q.question, q.answers, (passage,), f"book:{q.kind}"))
+        if stem in texts and (passage := verbatim(texts[stem], q.evidence)):
+            at = texts[stem].find(passage)
+            scored[stem].append((at, at + len(passage)))
+    questions = []
+    for stem in books:
+        for q in speaker_questions(f"{stem}.txt", books_dir):
+            passage = verbatim(texts[stem], q.evidence)
+            at = texts[stem].find(passage) if passage else -1
+            if passage and not any(a < at + len(passage) and at < b for a, b in scored[stem]):
+                questions.append(Question(q.id, BOOK, stem, q.question, q.answers, (passage,), f"book:{q.kind}"))
     return texts, questions
 
 

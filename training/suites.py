@@ -12,7 +12,8 @@ document across it, and `tests/unit/test_suites.py` pins it. The contract ids ar
   description of its category), on 30 dev and 30 held-out contracts of that set (a seeded sample of 60,
   alternately dev and held-out).
 - `books`: the hand-written questions on the four novels (`training/questions/<stem>.jsonl`, loaded by
-  `training.book_questions`), Little Women held out.
+  `training.book_questions`), Little Women held out. Dev is the training novels, so training draws none of
+  these questions, only those made from dialogue tags (`training.evidence_tasks.book_questions`).
 - `synthetic`: planted facts (`training.tasks.synthetic_tasks`): held out in Little Women; dev in the
   training novels at `DEV_SEED`, a seed training never uses (it draws seeds from [0, 2**31)).
 
