@@ -74,10 +74,12 @@ class TaskSource:
         if self.evidence is None:
             return self._draw(step, n)
         rng = random.Random(f"{self.seed}:{step}:evidence")  # its own stream: the other sources draw as before
-        mine = sum(rng.random() < self.data.mix_evidence for _ in range(n))
-        tasks = self.evidence.draw(self.data.evidence_groups, step * n, mine, rng,
-                                   doc_tokens_at(self.data.curriculum, step))  # fmt: skip
-        return tasks + (self._draw(step, n - mine) if mine < n else [])
+        # Each of the step's places (step * n + i) is an evidence sample at mix_evidence, of the group whose turn
+        # that place is: every group as often, whatever the share (numbering only the evidence samples of a step
+        # from step * n would favour the first groups of the turn).
+        places = [step * n + i for i in range(n) if rng.random() < self.data.mix_evidence]
+        tasks = self.evidence.draw_at(self.data.evidence_groups, places, rng, doc_tokens_at(self.data.curriculum, step))
+        return tasks + (self._draw(step, n - len(places)) if len(places) < n else [])
 
     def _draw(self, step: int, n: int) -> list[Task]:
         """`n` tasks of the feedback, contract and QA, and synthetic sources, in their shares."""

@@ -239,12 +239,17 @@ class EvidenceTasks:
         return out
 
     def draw(self, groups: Sequence[str], start: int, n: int, rng: random.Random, doc_tokens: int) -> list[Task]:
-        """`n` tasks, the i-th of group `groups[(start + i) % len(groups)]` (so that, with `start` the number of
-        samples drawn before, every group is drawn equally often), real documents cut to `doc_tokens`."""
+        """`n` tasks at places `start`, `start + 1`, ... of the turn order (`draw_at`)."""
+        return self.draw_at(groups, range(start, start + n), rng, doc_tokens)
+
+    def draw_at(self, groups: Sequence[str], places: Sequence[int], rng: random.Random,
+                doc_tokens: int) -> list[Task]:  # fmt: skip
+        """A task at each of `places` of the turn order: at place p one of group `groups[p % len(groups)]`, so that
+        over consecutive places every group is drawn equally often; real documents cut to `doc_tokens`."""
         unknown = [g for g in groups if g not in GROUPS]
         if unknown or not groups:
             raise ValueError(f"unknown or no groups {unknown}; choose from {', '.join(GROUPS)}")
-        return [self.task(groups[(start + i) % len(groups)], rng, doc_tokens) for i in range(n)]
+        return [self.task(groups[p % len(groups)], rng, doc_tokens) for p in places]
 
     def task(self, group: str, rng: random.Random, doc_tokens: int) -> Task:
         if group in (PLANTED, ABSENT_GROUP):

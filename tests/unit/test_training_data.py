@@ -4,12 +4,16 @@ contract or QA questions there are beside it."""
 from __future__ import annotations
 
 import json
+import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from training.config import DataConfig
 from training.data import TaskSource
+from training.evidence_tasks import EvidenceTasks
+from training.tasks import Task
 
 
 def _files(tmp_path: Path, feedback: int, cases: int) -> tuple[Path, Path]:
@@ -83,3 +87,25 @@ def test_facts_per_doc_plants_several_questions_in_one_synthetic_document(tokeni
         assert all(e in document for e in t.evidence) and t.answers[0] in document
     one = TaskSource(data.model_copy(update={"facts_per_doc": 1}), tokenizer, seed=0).draw(0, 4)
     assert len({t.document for t in one}) == 4
+
+
+class _Groups(EvidenceTasks):
+    """EvidenceTasks' turn order, without its questions: a task names its group."""
+
+    def __init__(self) -> None:
+        pass
+
+    def task(self, group: str, rng: random.Random, doc_tokens: int) -> Task:
+        return Task(f"{group}-{rng.random()}", "", "", ("x",), kind=group)
+
+
+def test_evidence_groups_are_drawn_equally_often_at_a_share_below_one(tmp_path: Path) -> None:
+    _, qa = _files(tmp_path, feedback=0, cases=3)
+    groups = ["contract-extract", "contract-clause", "book", "planted"]
+    data = DataConfig(synthetic_kinds=[], contracts=False, qa_files=[qa], evidence_groups=groups, mix_evidence=0.25)
+    source = TaskSource(data.model_copy(update={"evidence_groups": []}), tokenizer=None, seed=0)
+    source.data, source.evidence = data, _Groups()
+    drawn = Counter(t.kind for step in range(400) for t in source.draw(step, 8))
+    evidence = [drawn[g] for g in groups]
+    assert 0.2 < sum(evidence) / drawn.total() < 0.3
+    assert min(evidence) > 0.85 * max(evidence), drawn  # the turn did not restart at the first group each step
