@@ -46,7 +46,8 @@ class TaskSource:
         if data.evidence_groups:
             if reading is None:
                 raise ValueError("evidence_groups need the reading sizes (chunk, memory and answer tokens)")
-            self.evidence = EvidenceTasks(tokenizer, reading.chunk_tokens, reading.memory_tokens, reading.answer_tokens)
+            self.evidence = EvidenceTasks(tokenizer, reading.chunk_tokens, reading.memory_tokens, reading.answer_tokens,
+                                          groups=data.evidence_groups)
         self.pool: list[Task] = []  # contract and QA-file tasks, drawn uniformly
         self.feedback: list[Task] = []  # readers' feedback, drawn uniformly at its own share
         if data.contracts:

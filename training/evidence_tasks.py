@@ -205,20 +205,28 @@ def book_questions(books: Sequence[str] = TRAIN_BOOKS, books_dir: Path = BOOKS_D
 
 
 class EvidenceTasks:
-    """The questions of every group, and `draw`, which cuts their documents to windows at draw time (tokenising
-    only the documents drawn)."""
+    """The questions of `groups` (default all), and `draw`, which cuts their documents to windows at draw time
+    (tokenising only the documents drawn). Planted and absent tasks are made at draw time, whatever `groups`."""
 
     def __init__(self, tokenizer: Any, chunk_tokens: int, memory_tokens: int, answer_tokens: int,
                  exclude_contracts: Collection[str] = NOT_FOR_TRAINING, contracts_dir: Path = CONTRACTS_TRAIN_DIR,
-                 books: Sequence[str] = TRAIN_BOOKS, books_dir: Path = BOOKS_DIR):  # fmt: skip
+                 books: Sequence[str] = TRAIN_BOOKS, books_dir: Path = BOOKS_DIR,
+                 groups: Collection[str] = GROUPS):  # fmt: skip
         self.tokenizer, self.chunk_tokens, self.books_dir = tokenizer, chunk_tokens, books_dir
-        self.texts, contracts = contract_questions(contracts_dir, frozenset(exclude_contracts))
-        book_texts, books_qs = book_questions(books, books_dir)
-        self.texts.update(book_texts)
+        self.texts: dict[str, str] = {}
+        loaded: list[Question] = []
+        if {CONTRACT_EXTRACT, CONTRACT_CLAUSE} & set(groups):  # contracts-train: 319 texts, 12,000 questions
+            contract_texts, contracts = contract_questions(contracts_dir, frozenset(exclude_contracts))
+            self.texts.update(contract_texts)
+            loaded += [q for q in contracts if q.group in groups]
+        if BOOK in groups:
+            book_texts, books_qs = book_questions(books, books_dir)
+            self.texts.update(book_texts)
+            loaded += books_qs
         self.questions: dict[str, list[Question]] = {g: [] for g in GROUPS}
         #: questions left out per group: their oracle's memory or answer is longer than a reader may write
         self.dropped: Counter[str] = Counter()
-        for q in contracts + books_qs:
+        for q in loaded:
             if self._fits(q, memory_tokens, answer_tokens):
                 self.questions[q.group].append(q)
             else:

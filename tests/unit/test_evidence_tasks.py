@@ -172,6 +172,12 @@ def test_books_train_on_made_questions_never_on_those_the_books_suite_scores(sou
                        _squash(t.evidence[0]) for t in scored)  # fmt: skip
 
 
+def test_only_the_groups_asked_for_are_loaded(tokenizer):
+    books = EvidenceTasks(tokenizer, CHUNK, memory_tokens=128, answer_tokens=32, groups=["book", "planted"])
+    assert books.questions["book"] and not books.questions["contract-extract"] + books.questions["contract-clause"]
+    assert set(books.texts) == set(TRAIN_BOOKS)  # no contract read
+
+
 def test_the_real_config_draws_every_group_each_step_the_same_way_twice(tokenizer):
     config = load_config(CONFIG)
     data = TaskSource(config.data, tokenizer, config.seed, reading=AgentConfig.of(config))
