@@ -40,7 +40,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.tasks import BOOKS_DIR, load_book
+from training.tasks import BOOKS_DIR
+from training.tasks.books import book_text
 
 QUESTIONS_DIR = Path(__file__).resolve().parent / "questions"
 KINDS: tuple[str, ...] = ("character", "relation", "place", "event", "speaker", "object", "number")
@@ -174,7 +175,7 @@ def _title_words(raw: str) -> set[str]:
 def speaker_questions(book: str, books_dir: Path = BOOKS_DIR) -> list[BookQuestion]:
     """`Who says "<line>"?` for every line with an unambiguous named dialogue tag (module docstring)."""
     raw = Path(books_dir) / book
-    text = load_book(raw)
+    text = book_text(raw)
     title = _title_words(raw.read_bytes().decode("cp1252", errors="replace"))
     lower, folded = _lower_words(text), fold(text)
     stem = Path(book).stem

@@ -34,7 +34,6 @@ default `training.tasks.NOT_FOR_TRAINING`, every evaluation suite's dev and held
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from array import array
@@ -56,12 +55,15 @@ from training.tasks import (
     NOT_FOR_TRAINING,
     TRAIN_BOOKS,
     Task,
+    category_slug,
+    contract_cases,
     count_tokens,
-    load_book,
     oracle_answer,
     oracle_memories,
     synthetic_tasks,
 )
+from training.tasks.books import _book, book_text
+from training.tasks.cuad_questions import EXTRACT, YES_NO
 
 CONTRACT_EXTRACT, CONTRACT_CLAUSE, BOOK, PLANTED, ABSENT_GROUP = (
     "contract-extract", "contract-clause", "book", "planted", "absent")  # fmt: skip
@@ -84,10 +86,6 @@ class Question:
     answers: tuple[str, ...]
     evidence: tuple[str, ...]
     kind: str
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 def _at_word_bounds(document: str, evidence: str) -> bool:
@@ -145,22 +143,19 @@ def contract_questions(contracts_dir: Path = CONTRACTS_TRAIN_DIR,
     contracts_dir = Path(contracts_dir)
     texts: dict[str, str] = {}
     questions: list[Question] = []
-    for line in (contracts_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        case = json.loads(line)
+    for case in contract_cases(contracts_dir):
         if case["id"] in exclude:
             continue
         text = texts[case["id"]] = (contracts_dir / case["txt"]).read_text(encoding="utf-8")
         for qa in case["qa"]:
-            qid, answer = f"{case['id']}:{_slug(qa['category'])}", qa["answer"]
+            qid, answer = f"{case['id']}:{category_slug(qa['category'])}", qa["answer"]
             found = [e for e in qa["evidence"] if e and _at_word_bounds(text, e)]
-            if qa["kind"] == "yes-no" and answer == "No":
+            if qa["kind"] == YES_NO and answer == "No":
                 questions.append(Question(qid, CONTRACT_CLAUSE, case["id"], qa["question"], ("No",), (), ABSENT))
-            elif qa["kind"] == "yes-no" and found:
+            elif qa["kind"] == YES_NO and found:
                 questions.append(Question(qid, CONTRACT_CLAUSE, case["id"], qa["question"], ("Yes",),
                                           (clause_excerpt(found[0]),), f"clause:{qa['category']}"))  # fmt: skip
-            elif qa["kind"] == "extract" and found:
+            elif qa["kind"] == EXTRACT and found:
                 answers = (answer,)
                 if qa["category"] == "Parties" and (short := without_aliases(answer)) != answer:
                     answers = (short, answer)
@@ -187,7 +182,7 @@ def book_questions(books: Sequence[str] = TRAIN_BOOKS, books_dir: Path = BOOKS_D
     held = set(books) & set(HELD_OUT_BOOKS)
     if held:
         raise ValueError(f"{', '.join(sorted(held))} is held out: training never reads it")
-    texts = {stem: load_book(Path(books_dir) / f"{stem}.txt") for stem in books}
+    texts = {stem: book_text(Path(books_dir) / f"{stem}.txt") for stem in books}
     scored: dict[str, list[tuple[int, int]]] = {stem: [] for stem in books}
     for q in load_questions(questions_dir):
         stem = Path(q.book).stem
@@ -223,6 +218,7 @@ class EvidenceTasks:
             book_texts, books_qs = book_questions(books, books_dir)
             self.texts.update(book_texts)
             loaded += books_qs
+        self._books = set(book_texts) if BOOK in groups else set()
         self.questions: dict[str, list[Question]] = {g: [] for g in GROUPS}
         #: questions left out per group: their oracle's memory or answer is longer than a reader may write
         self.dropped: Counter[str] = Counter()
@@ -277,8 +273,10 @@ class EvidenceTasks:
         raise RuntimeError(f"no question of {group} fits a {doc_tokens}-token window in 100 draws")
 
     def _token_starts(self, source: str) -> array:
-        if source not in self._starts:
-            self._starts[source] = array("l", token_starts(self.texts[source], self.tokenizer))
+        if source not in self._starts:  # a novel's are shared with the planted tasks (`_book`, cached)
+            starts = (_book(self.tokenizer, source, self.books_dir)[1] if source in self._books
+                      else token_starts(self.texts[source], self.tokenizer))  # fmt: skip
+            self._starts[source] = array("l", starts)
         return self._starts[source]
 
     def window(self, q: Question, rng: random.Random, doc_tokens: int) -> Task | None:

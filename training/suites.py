@@ -43,10 +43,13 @@ from training.tasks import (
     TRAIN_BOOKS,
     Task,
     case_rows,
+    category_slug,
+    contract_cases,
     contract_tasks,
     load_book,
     synthetic_tasks,
 )
+from training.tasks.cuad_questions import YES_NO
 
 EvalSplit = Literal["dev", "held-out"]
 SPLITS: tuple[EvalSplit, ...] = ("dev", "held-out")
@@ -127,8 +130,7 @@ def _contracts(ids: Sequence[str], contracts_dir: Path | None = None) -> list[Ev
 
 def clause_rows(contracts_dir: Path | None = None) -> dict[str, dict]:
     """contracts-train/cases.jsonl by contract id."""
-    path = Path(contracts_dir or CONTRACTS_TRAIN_DIR) / "cases.jsonl"
-    return {r["id"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if r}
+    return {r["id"]: r for r in contract_cases(Path(contracts_dir or CONTRACTS_TRAIN_DIR))}
 
 
 def _clauses(ids: Sequence[str], contracts_dir: Path | None = None) -> list[EvalDocument]:
@@ -139,9 +141,9 @@ def _clauses(ids: Sequence[str], contracts_dir: Path | None = None) -> list[Eval
         path = contracts_dir / rows[cid]["txt"]
         text = path.read_text(encoding="utf-8")
         tasks = tuple(
-            Task(f"{cid}:{_slug(qa['category'])}", text, qa["question"], (qa["answer"],),
+            Task(f"{cid}:{category_slug(qa['category'])}", text, qa["question"], (qa["answer"],),
                  tuple(e for e in qa["evidence"] if e and e in text), f"clause:{qa['category']}")
-            for qa in rows[cid]["qa"] if qa["kind"] == "yes-no"
+            for qa in rows[cid]["qa"] if qa["kind"] == YES_NO
         )  # fmt: skip
         docs.append(EvalDocument(cid, "clauses", path.name, path, text, tasks))
     return docs
@@ -219,7 +221,3 @@ def cases_documents(path: Path) -> list[EvalDocument]:
     for i, doc, question, answers in case_rows(path):
         by_file.setdefault(doc, []).append(Task(f"case-{i}", "", question, answers, kind="cases"))
     return [EvalDocument(str(doc), "cases", doc.name, doc, "", tuple(tasks)) for doc, tasks in by_file.items()]
-
-
-def _slug(category: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", category.lower()).strip("-")

@@ -171,14 +171,17 @@ def as_date(text: str) -> Day | None:
 
 
 # --- jurisdictions, numbers, names ----------------------------------------------------------------
+US_STATES: tuple[str, ...] = (
+    "Alabama", "Alaska", "Arizona", "Arkansas", "California", "Colorado", "Connecticut", "Delaware", "Florida",
+    "Georgia", "Hawaii", "Idaho", "Illinois", "Indiana", "Iowa", "Kansas", "Kentucky", "Louisiana", "Maine",
+    "Maryland", "Massachusetts", "Michigan", "Minnesota", "Mississippi", "Missouri", "Montana", "Nebraska",
+    "Nevada", "New Hampshire", "New Jersey", "New Mexico", "New York", "North Carolina", "North Dakota", "Ohio",
+    "Oklahoma", "Oregon", "Pennsylvania", "Rhode Island", "South Carolina", "South Dakota", "Tennessee", "Texas",
+    "Utah", "Vermont", "Virginia", "Washington", "West Virginia", "Wisconsin", "Wyoming",
+)  # fmt: skip
 #: A country's states or provinces: naming the country beside one of them ("New York, USA") is no rival.
 _REGIONS = {
-    "United States": "Alabama, Alaska, Arizona, Arkansas, California, Colorado, Connecticut, Delaware, Florida, "
-    "Georgia, Hawaii, Idaho, Illinois, Indiana, Iowa, Kansas, Kentucky, Louisiana, Maine, Maryland, Massachusetts, "
-    "Michigan, Minnesota, Mississippi, Missouri, Montana, Nebraska, Nevada, New Hampshire, New Jersey, New Mexico, "
-    "New York, North Carolina, North Dakota, Ohio, Oklahoma, Oregon, Pennsylvania, Rhode Island, South Carolina, "
-    "South Dakota, Tennessee, Texas, Utah, Vermont, Virginia, Washington, West Virginia, Wisconsin, Wyoming, "
-    "District of Columbia, Puerto Rico",
+    "United States": ", ".join((*US_STATES, "District of Columbia", "Puerto Rico")),
     "Canada": "Ontario, Quebec, British Columbia, Alberta, Manitoba, Saskatchewan, Nova Scotia, New Brunswick, "
     "Newfoundland and Labrador, Prince Edward Island",
     "Australia": "New South Wales, Victoria, Queensland, Western Australia, South Australia, Tasmania",

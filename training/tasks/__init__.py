@@ -57,7 +57,7 @@ from training.tasks.base import (
     trainable_contract,
 )
 from training.tasks.books import load_book, split_books
-from training.tasks.contracts import contract_cases, contract_ids, contract_tasks, governing_law_variant
+from training.tasks.contracts import category_slug, contract_cases, contract_ids, contract_tasks, governing_law_variant
 from training.tasks.feedback import case_documents, case_rows, cases_tasks, feedback_answer, feedback_tasks
 from training.tasks.oracle import (
     corrections,
@@ -74,7 +74,7 @@ __all__ = [
     "ABSENT", "BOOKS_DIR", "CLAUSES_DEV", "CLAUSES_HELD_OUT", "CONTRACTS_DEV", "CONTRACTS_DIR",
     "CONTRACTS_HELD_OUT", "CONTRACTS_TRAIN_DIR", "DATA_DIR", "DEFAULT_CURRICULUM", "HELD_OUT_BOOKS",
     "HELD_OUT_CONTRACTS", "KINDS", "NOT_FOR_TRAINING", "NOT_IN_DOCUMENT", "NO_EVIDENCE_MEMORY", "OPEN",
-    "SYNTHETIC_KINDS", "Split", "TRAIN_BOOKS", "Task", "case_documents", "case_rows", "cases_tasks",
+    "SYNTHETIC_KINDS", "Split", "TRAIN_BOOKS", "Task", "case_documents", "case_rows", "cases_tasks", "category_slug",
     "contract_cases", "contract_ids", "contract_tasks", "corrections", "count_tokens", "curriculum_tasks",
     "evidence_gains", "feedback_answer", "feedback_tasks", "governing_law_variant", "load_book", "load_tasks",
     "oracle_answer", "oracle_memories", "question_echo", "save_tasks", "split_books", "synthetic_tasks",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,13 @@ def load_book(path: Path) -> str:
     return text[start.end() if start else 0 : end.start() if end else len(text)].strip()
 
 
+@cache
+def book_text(path: Path) -> str:
+    """`load_book`, once a file: the synthetic and real-evidence tasks and the dialogue-tag questions all read
+    the training novels."""
+    return load_book(path)
+
+
 # A sentence ends with . ! or ? (maybe closing a quote) and the next begins, after whitespace, upper case.
 _SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019]?(?=\s+[\"'\u201c\u2018]?[A-Z])")
 
@@ -34,7 +42,7 @@ def _book(tokenizer: Any, name: str, books_dir: Path) -> tuple[str, list[int]]:
     """A book's text and each token's start offset (cached: tokenizing a novel takes a second)."""
     key = (id(tokenizer), str(Path(books_dir) / name))
     if key not in _corpus_cache:
-        text = load_book(Path(books_dir) / f"{name}.txt")
+        text = book_text(Path(books_dir) / f"{name}.txt")
         _corpus_cache[key] = (text, token_starts(text, tokenizer))
     return _corpus_cache[key]
 

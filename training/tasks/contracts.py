@@ -19,7 +19,9 @@ from training.tasks.base import (
     count_tokens,
     trainable_contract,
 )
+from training.tasks.cuad_questions import EXTRACT
 from training.tasks.oracle import _END, _is_end, _sentence_span
+from training.verifier import US_STATES
 
 
 # --- contracts ----------------------------------------------------------------------------------
@@ -31,6 +33,15 @@ def contract_cases(contracts_dir: Path) -> list[dict]:
         return json.loads((contracts_dir / "cases.json").read_text(encoding="utf-8"))
     lines = (contracts_dir / "cases.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
+
+
+def category_slug(category: str) -> str:
+    """A CUAD category as a task id's part: `cuad-000:governing-law`.
+
+    >>> category_slug("Notice Period To Terminate Renewal"), category_slug("Rofr/Rofo/Rofn")
+    ('notice-period-to-terminate-renewal', 'rofr-rofo-rofn')
+    """
+    return re.sub(r"[^a-z0-9]+", "-", category.lower()).strip("-")
 
 
 def _folder(split: Split | Literal["all"], contracts_dir: Path | None) -> Path:
@@ -78,23 +89,14 @@ def contract_tasks(
         document = (contracts_dir / case["txt"]).read_text(encoding="utf-8")
         tokens = count_tokens(tokenizer, document) if tokenizer is not None else 0
         for qa in case["qa"]:
-            if qa.get("kind", "extract") != "extract" or (categories and qa["category"] not in categories):
+            if qa.get("kind", EXTRACT) != EXTRACT or (categories and qa["category"] not in categories):
                 continue
             evidence = tuple(e for e in qa["evidence"] if e and e in document)
-            slug = re.sub(r"[^a-z0-9]+", "-", qa["category"].lower()).strip("-")
-            tasks.append(Task(f"{case['id']}:{slug}", document, qa["question"], (qa["answer"],), evidence,
-                              f"contract:{qa['category']}", tokens))  # fmt: skip
+            tasks.append(Task(f"{case['id']}:{category_slug(qa['category'])}", document, qa["question"],
+                              (qa["answer"],), evidence, f"contract:{qa['category']}", tokens))  # fmt: skip
     return tasks
 
 
-_US_STATES = (
-    "Alabama", "Alaska", "Arizona", "Arkansas", "California", "Colorado", "Connecticut", "Delaware", "Florida",
-    "Georgia", "Hawaii", "Idaho", "Illinois", "Indiana", "Iowa", "Kansas", "Kentucky", "Louisiana", "Maine",
-    "Maryland", "Massachusetts", "Michigan", "Minnesota", "Mississippi", "Missouri", "Montana", "Nebraska",
-    "Nevada", "New Hampshire", "New Jersey", "New Mexico", "New York", "North Carolina", "North Dakota", "Ohio",
-    "Oklahoma", "Oregon", "Pennsylvania", "Rhode Island", "South Carolina", "South Dakota", "Tennessee", "Texas",
-    "Utah", "Vermont", "Virginia", "Washington", "West Virginia", "Wisconsin", "Wyoming",
-)  # fmt: skip
 _OTHER_JURISDICTIONS = (
     "England", "Scotland", "Ireland", "Germany", "France", "Italy", "Spain", "the Netherlands", "Switzerland",
     "Sweden", "Singapore", "Hong Kong", "Japan", "Israel", "Ontario", "British Columbia", "New South Wales",
@@ -129,7 +131,7 @@ def governing_law_variant(host: Task, donor: Task, rng: random.Random) -> Task |
     left, right = _sentence_span(donor.document, at, at + len(clause))
     sentence = " ".join(donor.document[left:right].split())
     state = re.search(rf"(State|Commonwealth) of (the )?{re.escape(answer)}", sentence, re.IGNORECASE)
-    jurisdiction = rng.choice([j for j in (_US_STATES if state else _US_STATES + _OTHER_JURISDICTIONS) if j != answer])
+    jurisdiction = rng.choice([j for j in (US_STATES if state else US_STATES + _OTHER_JURISDICTIONS) if j != answer])
     sentence = sentence.replace(answer, jurisdiction)
     document = host.document
     for e in host.evidence:

@@ -37,6 +37,7 @@ from training.tasks import (
     synthetic_tasks,
     trainable_contract,
 )
+from training.tasks.cuad_questions import EXTRACT
 
 #: documents of the synthetic tasks are at least this long: room for the planted facts and their distractors
 MIN_LENGTH, MAX_LENGTH = 256, 1_048_576
@@ -88,7 +89,7 @@ def _contracts() -> tuple[int, int, int]:
     except OSError:
         return 0, 0, 0
     train = [c for c in cases if trainable_contract(c["id"])]
-    return len(train), sum(qa["kind"] == "extract" for c in train for qa in c["qa"]), len(NOT_FOR_TRAINING)
+    return len(train), sum(qa["kind"] == EXTRACT for c in train for qa in c["qa"]), len(NOT_FOR_TRAINING)
 
 
 def selected_feedback(settings: Settings, selection: DataSelection, actor: UserView) -> list[dict]:
