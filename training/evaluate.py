@@ -22,7 +22,7 @@ from inference.agent import MemoryAgent
 from training import misses
 from training.tasks import Task
 from training.tracking import Tracker
-from training.verifier import answer_kind, exact_match, party_recall, sub_em
+from training.verifier import answer_kind, exact_match, is_yes_no, normalize, party_recall, sub_em
 
 
 @dataclass(frozen=True)
@@ -170,8 +170,8 @@ def balanced_accuracy(results: Sequence[CaseResult]) -> float | None:
     without questions of both answers."""
     by_gold: dict[str, list[bool]] = {}
     for r in results:
-        if misses.is_yes_no(r.answers):
-            by_gold.setdefault(r.answers[0].strip().lower(), []).append(r.sub_em)
+        if is_yes_no(r.answers):
+            by_gold.setdefault(normalize(r.answers[0]), []).append(r.sub_em)
     if set(by_gold) != {"yes", "no"}:
         return None
     return sum(sum(v) / len(v) for v in by_gold.values()) / 2

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from inference.templates import NO_EVIDENCE_MEMORY, NO_MEMORY, NOT_IN_DOCUMENT
-from training.verifier import mentions, normalize
+from training.verifier import is_yes_no, mentions, normalize
 
 CORRECT, NEVER_ENTERED, OVERWRITTEN, ANSWER_MISSED = "correct", "never-entered", "overwritten", "answer-missed"
 KEPT_SOMETHING = "kept-something"
@@ -33,10 +33,6 @@ KEPT_SOMETHING = "kept-something"
 MISSES: tuple[str, ...] = (NEVER_ENTERED, OVERWRITTEN, ANSWER_MISSED)
 
 _WORD = re.compile(r"[a-z0-9]+")
-
-
-def is_yes_no(golds: Sequence[str]) -> bool:
-    return bool(golds) and all(normalize(g) in ("yes", "no") for g in golds)
 
 
 def unanswerable(golds: Sequence[str]) -> bool:

@@ -286,6 +286,15 @@ def answer_kind(gold: str) -> Kind:
     return "name" if looks_like_name(gold) else "text"
 
 
+def is_yes_no(golds: Sequence[str]) -> bool:
+    """A yes/no question's golds: some, each Yes or No.
+
+    >>> is_yes_no(["Yes"]), is_yes_no([" no. "]), is_yes_no([]), is_yes_no(["Yes", "Texas"])
+    (True, True, False, False)
+    """
+    return bool(golds) and all(answer_kind(g) == "yes/no" for g in golds)
+
+
 # --- parties ----------------------------------------------------------------------------------
 _LEGAL = {"inc", "incorporated", "llc", "lc", "llp", "lp", "ltd", "limited", "corp", "corporation", "co", "company",
           "plc", "sa", "ag", "gmbh", "bv", "nv", "pty", "srl", "sarl", "spa", "ab", "pte", "gie", "kk"}  # fmt: skip
@@ -416,9 +425,7 @@ def _right(prediction: str, gold: str) -> bool:
     kind = answer_kind(gold)
     if kind == "yes/no":
         return first_yes_no(prediction) == normalize(gold)
-    if kind == "parties" and any(map(party_names, items(gold))):
-        return party_recall(prediction, gold) == 1.0
-    return mentions(prediction, gold) and not _rivals(prediction, gold, kind)
+    return mentions(prediction, gold) and not _rivals(prediction, gold, kind)  # parties: by name, no rivals
 
 
 def sub_em(prediction: str, golds: Sequence[str]) -> bool:

@@ -87,3 +87,8 @@ def test_balanced_accuracy_of_yes_no_questions():
     always_no = [_case("c", ("Yes",), ["x"], "No"), _case("c", ("No",), ["x"], "No"),
                  _case("c", ("No",), ["y"], "No"), _case("c", ("No",), ["z"], "No")]  # fmt: skip
     assert suite_summary(always_no)["contracts"]["balanced_accuracy"] == 0.5
+
+
+def test_balanced_accuracy_reads_golds_as_the_verifier_does():
+    cases = [_case("c", ("Yes.",), ["x"], "Yes"), _case("c", ("no",), ["y"], "No")]  # "Yes." is a Yes gold
+    assert suite_summary(cases)["contracts"]["balanced_accuracy"] == 1.0
