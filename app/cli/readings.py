@@ -95,6 +95,7 @@ def _follow_and_print(settings: Settings, ids: list[int], as_json: bool) -> int:
     from app.services.runner import run_readings
 
     me = local_admin(settings)
+    fell_back = False  # every worker stopped at some point: this process reads (some of) it
     try:
         with Progress("chunk") as progress:
             while True:
@@ -103,19 +104,26 @@ def _follow_and_print(settings: Settings, ids: list[int], as_json: bool) -> int:
                 left = [v.id for v in views if v.status not in _FINISHED]
                 if not left:
                     break
-                if _live_worker(settings) is None:  # running ones are taken up once their heartbeat is stale
-                    progress.write("longread ask: the server's worker stopped; reading on in this process")
-                    run_readings(settings, left)
+                if _live_worker(settings) is None:
+                    if not fell_back:  # said once: run_readings takes nothing until the heartbeat is stale
+                        progress.write("longread ask: the server's worker stopped; reading on in this process")
+                        fell_back = True
+                    run_readings(settings, left)  # running ones are taken up once their heartbeat is stale
                 time.sleep(POLL_S)
     except KeyboardInterrupt:
-        print(f"\nlongread ask: stopped following; the server reads on (`longread checkpoints {ids[0]}` shows how "
-              f"far, `longread cancel {ids[0]}` stops it)", file=sys.stderr)
+        if fell_back:  # this process was (or was about to be) the reader: nobody reads on until a worker runs
+            print(f"\nlongread ask: stopped; the reading keeps its checkpoints and a server's worker reads on from "
+                  f"the last one once one runs (`longread checkpoints {ids[0]}` shows how far)", file=sys.stderr)
+        else:
+            print(f"\nlongread ask: stopped following; the server reads on (`longread checkpoints {ids[0]}` shows "
+                  f"how far, `longread cancel {ids[0]}` stops it)", file=sys.stderr)
         return 130
     _print_readings(views, as_json)
     if not as_json:
         read = max((v.progress.reading_s or 0.0) for v in views)
         waited = max((v.progress.waiting_s or 0.0) for v in views)
-        print(f"read by the server's worker in {read:.1f} s (after {waited:.1f} s in its queue)", file=sys.stderr)
+        by = "by the server's worker, then this process," if fell_back else "by the server's worker"
+        print(f"read {by} in {read:.1f} s (after {waited:.1f} s in its queue)", file=sys.stderr)
     return 0
 
 
