@@ -3,6 +3,8 @@ it acts as."""
 
 from __future__ import annotations
 
+import argparse
+
 from app.settings import Settings
 
 
@@ -22,3 +24,10 @@ def local_admin(settings: Settings):  # noqa: ANN201 - a UserView
     from app.services.users import local_actor
 
     return local_actor(settings)
+
+
+
+def add_sub_json(parser: argparse.ArgumentParser, help_text: str = "print one JSON object on stdout") -> None:
+    """`--json` of a subcommand whose command has one too (`documents --json list` = `documents list --json`):
+    without a default, since argparse copies a subcommand's defaults over what its command parsed."""
+    parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=help_text)

@@ -7,7 +7,7 @@ import argparse
 import json
 from dataclasses import asdict
 
-from app.cli.common import local_admin, migrate_db
+from app.cli.common import add_sub_json, local_admin, migrate_db
 from app.settings import Settings
 
 
@@ -47,8 +47,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     docs.set_defaults(func=cmd_documents, documents_command=None)
     docs_sub = docs.add_subparsers(dest="documents_command")
     ls = docs_sub.add_parser("list", help="every document: id, status, title")
-    ls.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_sub_json(ls)
     rm = docs_sub.add_parser("delete", help="delete a document with its readings, checkpoints, feedback, stored "
                              "file and page images (feedback copied into a training run stays in its folder)")
     rm.add_argument("document_id", type=int, metavar="ID", help="the document's id (`longread documents`)")
-    rm.add_argument("--json", action="store_true", help="print what was removed as one JSON object")
+    add_sub_json(rm, "print what was removed as one JSON object")

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.cli.common import local_admin, migrate_db
+from app.cli.common import add_sub_json, local_admin, migrate_db
 from app.settings import Settings
 from app.supervisor import die_with_supervisor
 
@@ -152,4 +152,4 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ):
         verb_parser = runs_sub.add_parser(verb, help=text)
         verb_parser.add_argument("id", metavar="ID", help="the run's id (`longread runs` lists them)")
-        verb_parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+        add_sub_json(verb_parser)

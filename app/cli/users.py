@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from app.cli.common import local_admin, migrate_db
+from app.cli.common import add_sub_json, local_admin, migrate_db
 from app.settings import Settings
 
 
@@ -70,7 +70,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     us.set_defaults(func=cmd_users, users_command=None)
     us_sub = us.add_subparsers(dest="users_command")
     us_list = us_sub.add_parser("list", help="every user")
-    us_list.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_sub_json(us_list)
     us_add = us_sub.add_parser("add", help="add a user; the password is read from standard input")
     us_add.add_argument("name", help="the user's sign-in name")
     us_add.add_argument("--role", choices=["reader", "admin"], default="reader",
