@@ -51,22 +51,20 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     else:
         raise SystemExit(f"longread: {target}: no such file or document id")
     # A running server's worker has its model up: hand it the questions rather than start a second model here.
-    server = None if args.in_process else _live_worker(settings)
+    server = None if args.in_process else live_worker(settings)
     try:
         ids = [r.id for r in readings.ask(settings, doc_id, args.question, args.chunk_tokens, args.memory_tokens,
                                            enqueue=server is not None, user=local_admin(settings))]  # fmt: skip
     except (readings.ReadingError, NotFound) as exc:
         raise SystemExit(f"longread ask: {exc}") from None
-    if server is None:
-        print("longread ask: reading in this process (no server's worker is running)", file=sys.stderr)
-        _read_and_print(settings, ids, args.json)
-        return 0
-    print(f"longread ask: submitted to the running server's queue: {server.summary()} "
-          f"Following reading{'s' if len(ids) != 1 else ''} {', '.join(map(str, ids))}.", file=sys.stderr)
-    return _follow_and_print(settings, ids, args.json)
+    read = read_to_end(settings, "ask", ids, server)
+    if read is None:
+        return 130
+    _print_read(*read, args.json)
+    return 0
 
 
-def _live_worker(settings: Settings):  # noqa: ANN202 - a Health, or None
+def live_worker(settings: Settings):  # noqa: ANN202 - a Health, or None
     """The workers of this database (app/services/health.py), if one is alive with its model up or starting."""
     from app.db import session_scope
     from app.services.health import health
@@ -87,9 +85,22 @@ def _show_progress(progress, views: list[ReadingView]) -> None:  # noqa: ANN001 
     progress.update(min(v.cursor for v in views), max(totals) if totals else None)
 
 
-def _follow_and_print(settings: Settings, ids: list[int], as_json: bool) -> int:
-    """Follow readings a worker reads (polling the database) to the end, then print them. Should every
-    worker stop meanwhile, this process reads on from their last checkpoints."""
+def read_to_end(settings: Settings, command: str, ids: list[int], server) -> tuple[list[ReadingView], str] | None:  # noqa: ANN001 - a Health, or None
+    """Readings to the end, chunk k of K on stderr when it is a terminal: read in this process when `server` is
+    None, else followed while the server's worker reads them. Says which on stderr. Returns the readings and how
+    long they took ("in 2.0 s", "by the server's worker in …"), or None when Ctrl-C stopped following."""
+    if server is None:
+        print(f"longread {command}: reading in this process (no server's worker is running)", file=sys.stderr)
+        return _read_here(settings, ids)
+    which = ", ".join(map(str, ids)) if len(ids) <= 5 else f"{ids[0]} to {ids[-1]}"  # a review asks 41
+    print(f"longread {command}: submitted to the running server's queue: {server.summary()} "
+          f"Following reading{'s' if len(ids) != 1 else ''} {which}.", file=sys.stderr)  # fmt: skip
+    return _follow(settings, command, ids)
+
+
+def _follow(settings: Settings, command: str, ids: list[int]) -> tuple[list[ReadingView], str] | None:
+    """Follow readings a worker reads (polling the database) to the end. Should every worker stop
+    meanwhile, this process reads on from their last checkpoints."""
     from app.cli.progress import Progress
     from app.services import readings
     from app.services.runner import run_readings
@@ -104,31 +115,28 @@ def _follow_and_print(settings: Settings, ids: list[int], as_json: bool) -> int:
                 left = [v.id for v in views if v.status not in _FINISHED]
                 if not left:
                     break
-                if _live_worker(settings) is None:
+                if live_worker(settings) is None:
                     if not fell_back:  # said once: run_readings takes nothing until the heartbeat is stale
-                        progress.write("longread ask: the server's worker stopped; reading on in this process")
+                        progress.write(f"longread {command}: the server's worker stopped; reading on in this process")
                         fell_back = True
                     run_readings(settings, left)  # running ones are taken up once their heartbeat is stale
                 time.sleep(POLL_S)
     except KeyboardInterrupt:
         if fell_back:  # this process was (or was about to be) the reader: nobody reads on until a worker runs
-            print(f"\nlongread ask: stopped; the reading keeps its checkpoints and a server's worker reads on from "
-                  f"the last one once one runs (`longread checkpoints {ids[0]}` shows how far)", file=sys.stderr)
+            print(f"\nlongread {command}: stopped; the reading keeps its checkpoints and a server's worker reads on "
+                  f"from the last one once one runs (`longread checkpoints {ids[0]}` shows how far)", file=sys.stderr)
         else:
-            print(f"\nlongread ask: stopped following; the server reads on (`longread checkpoints {ids[0]}` shows "
-                  f"how far, `longread cancel {ids[0]}` stops it)", file=sys.stderr)
-        return 130
-    _print_readings(views, as_json)
-    if not as_json:
-        read = max((v.progress.reading_s or 0.0) for v in views)
-        waited = max((v.progress.waiting_s or 0.0) for v in views)
-        by = "by the server's worker, then this process," if fell_back else "by the server's worker"
-        print(f"read {by} in {read:.1f} s (after {waited:.1f} s in its queue)", file=sys.stderr)
-    return 0
+            print(f"\nlongread {command}: stopped following; the server reads on (`longread checkpoints {ids[0]}` "
+                  f"shows how far, `longread cancel {ids[0]}` stops it)", file=sys.stderr)
+        return None
+    read = max((v.progress.reading_s or 0.0) for v in views)
+    waited = max((v.progress.waiting_s or 0.0) for v in views)
+    by = "by the server's worker, then this process," if fell_back else "by the server's worker"
+    return views, f"{by} in {read:.1f} s (after {waited:.1f} s in its queue)"
 
 
-def _read_and_print(settings: Settings, ids: list[int], as_json: bool) -> None:
-    """Read the readings to the end in this process, then print them (`as_json`: one JSON object)."""
+def _read_here(settings: Settings, ids: list[int]) -> tuple[list[ReadingView], str]:
+    """Read the readings to the end in this process: the readings, and how long it took."""
     import threading
 
     from app.cli.progress import Progress
@@ -144,7 +152,7 @@ def _read_and_print(settings: Settings, ids: list[int], as_json: bool) -> None:
             while not done.wait(POLL_S):
                 _show_progress(progress, [readings.show(settings, i, user=me) for i in ids])
 
-        watcher = threading.Thread(target=watch, name="ask-progress", daemon=True)
+        watcher = threading.Thread(target=watch, name="reading-progress", daemon=True)
         if progress.shown:
             watcher.start()
         try:
@@ -155,10 +163,19 @@ def _read_and_print(settings: Settings, ids: list[int], as_json: bool) -> None:
                 watcher.join()
         views = [readings.show(settings, reading_id, user=me) for reading_id in ids]
         _show_progress(progress, views)
-    elapsed = time.monotonic() - started
+    return views, f"in {time.monotonic() - started:.1f} s"
+
+
+def _read_and_print(settings: Settings, ids: list[int], as_json: bool) -> None:
+    """Read the readings to the end in this process, then print them (`as_json`: one JSON object)."""
+    _print_read(*_read_here(settings, ids), as_json)
+
+
+def _print_read(views: list[ReadingView], took: str, as_json: bool) -> None:
+    """The readings on stdout, and (unless `as_json`) how long they took on stderr."""
     _print_readings(views, as_json)
     if not as_json:
-        print(f"read in {elapsed:.1f} s", file=sys.stderr)
+        print(f"read {took}", file=sys.stderr)
 
 
 def _print_readings(views: list[ReadingView], as_json: bool) -> None:

@@ -1,13 +1,14 @@
-"""`longread ask` beside a running server (app/cli/readings.py `_follow_and_print`): what it says when the
-server's worker stops and this process reads on, with the database, the worker and the runner faked."""
+"""`longread ask` and `review` beside a running server (app/cli/readings.py `read_to_end`): the review is handed
+to the worker as the questions are; what is said when the server's worker stops and this process reads on. The
+database, the worker and the runner are faked."""
 
 from __future__ import annotations
 
-import json
 from types import SimpleNamespace
 
 import pytest
 
+from app.cli import build_parser
 from app.cli import readings as cli_readings
 from app.services import readings, runner
 
@@ -38,22 +39,23 @@ def dead_worker(monkeypatch):
 
     monkeypatch.setattr(cli_readings, "POLL_S", 0)
     monkeypatch.setattr(cli_readings, "local_admin", lambda _settings: None)
-    monkeypatch.setattr(cli_readings, "_live_worker", lambda _settings: None)
+    monkeypatch.setattr(cli_readings, "live_worker", lambda _settings: None)
     monkeypatch.setattr(readings, "show", lambda _settings, i, user=None: _view(i, state.status))
     monkeypatch.setattr(runner, "run_readings", run_readings)
     return state
 
 
 def test_the_fallback_is_said_once_while_the_heartbeat_goes_stale(dead_worker, capsys):
-    assert cli_readings._follow_and_print(None, [7], as_json=True) == 0
-    out, err = capsys.readouterr()
-    assert dead_worker.calls == STALE_AFTER_POLLS and json.loads(out)["readings"][0]["status"] == "done"
+    views, took = cli_readings._follow(None, "ask", [7])
+    err = capsys.readouterr().err
+    assert dead_worker.calls == STALE_AFTER_POLLS and views[0].status == "done"
+    assert took == "by the server's worker, then this process, in 2.0 s (after 1.0 s in its queue)"
     assert err.count("the server's worker stopped; reading on in this process") == 1, err
 
 
 def test_ctrl_c_after_the_fallback_does_not_say_the_server_reads_on(dead_worker, capsys):
     dead_worker.interrupt = True
-    assert cli_readings._follow_and_print(None, [7], as_json=False) == 130
+    assert cli_readings._follow(None, "ask", [7]) is None
     err = capsys.readouterr().err
     assert "the server reads on" not in err and "`longread checkpoints 7` shows how far" in err, err
 
@@ -62,6 +64,34 @@ def test_ctrl_c_while_the_worker_reads_says_the_server_reads_on(dead_worker, mon
     def interrupted(_settings):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli_readings, "_live_worker", interrupted)
-    assert cli_readings._follow_and_print(None, [7], as_json=False) == 130
+    monkeypatch.setattr(cli_readings, "live_worker", interrupted)
+    assert cli_readings._follow(None, "ask", [7]) is None
     assert "stopped following; the server reads on" in capsys.readouterr().err
+
+
+def test_review_hands_its_questions_to_a_running_worker_and_follows_them(monkeypatch, capsys):
+    from app.cli import review as cli_review
+    from app.services import review
+
+    asked, followed = {}, {}
+    server = SimpleNamespace(summary=lambda: "1 worker, model ready.")
+    monkeypatch.setattr(cli_review, "migrate_db", lambda _settings: None)
+    monkeypatch.setattr(cli_review, "local_admin", lambda _settings: None)
+    monkeypatch.setattr(cli_readings, "live_worker", lambda _settings: server)
+    monkeypatch.setattr(review, "review", lambda *_a, enqueue, user: asked.update(enqueue=enqueue) or SimpleNamespace(
+        id=3, rows=[SimpleNamespace(reading_id=i) for i in range(10, 51)]))  # fmt: skip
+    monkeypatch.setattr(review, "show_review", lambda *_a, user: SimpleNamespace(id=3, rows=[], page_unit="page"))
+    monkeypatch.setattr(review, "filtered", lambda view, _which: view)
+
+    def follow(_settings, command, ids):
+        followed.update(command=command, ids=ids)
+        return [], "by the server's worker in 9.0 s (after 0.5 s in its queue)"
+
+    monkeypatch.setattr(cli_readings, "_follow", follow)
+    args = build_parser().parse_args(["review", "1"])
+    assert args.func(None, args) == 0
+    err = capsys.readouterr().err
+    assert asked == {"enqueue": True} and followed == {"command": "review", "ids": list(range(10, 51))}
+    assert "longread review: submitted to the running server's queue: 1 worker, model ready. Following readings " \
+        "10 to 50." in err
+    assert "review #3: 41 questions read in one pass by the server's worker in 9.0 s" in err
