@@ -1,4 +1,4 @@
-"""A progress bar for long commands (`ask`, `eval`, `train`, `review`): "chunk k of K", elapsed and ETA.
+"""A progress bar for long commands (`ask`, `review`, `edit`, `retry`, `train`): "chunk k of K", elapsed and ETA.
 
 It draws on stderr, and only when stderr is a terminal: piped or redirected output, and `--json` on
 stdout, stay clean. Lines printed while a bar is drawn go through `Progress.write`, so the bar is
@@ -29,7 +29,7 @@ def _width() -> int:
 
 
 class Progress:
-    """`with Progress("chunk") as p: p.update(k, K)`; `unit` names what is counted (chunk, step, question).
+    """`with Progress("chunk") as p: p.update(k, K)`; `unit` names what is counted (chunk, step).
 
     The bar appears at the first count with a total (a model that loads first draws its own bar, and a
     reading has no K before a runner takes it up). Work done before that first count (a resumed run, a
@@ -40,21 +40,17 @@ class Progress:
         self.shown = on_terminal()
         self._bar: tqdm | None = None
 
-    def update(self, done: int, total: int | None = None, label: str | None = None) -> None:
-        """`done` of `total` counted now (never less than before); `label` replaces the unit's name,
-        and a new label (eval's next set) starts a new count with its own ETA."""
+    def update(self, done: int, total: int | None = None) -> None:
+        """`done` of `total` counted now (never less than before)."""
         if not self.shown:
             return
         bar = self._bar
-        if bar is not None and label is not None and label != bar.desc:
-            bar.close()
-            bar = self._bar = None
         if bar is None:
             if total is None:
                 return
             # a terminal that reports no width (a bare pty) would get an empty bar: draw 80 by 24 there
             sized = _width() > 0
-            self._bar = tqdm(total=total, initial=done, desc=label or self.unit, bar_format=FORMAT, file=sys.stderr,
+            self._bar = tqdm(total=total, initial=done, desc=self.unit, bar_format=FORMAT, file=sys.stderr,
                              dynamic_ncols=sized, ncols=None if sized else 80, nrows=None if sized else 24,
                              leave=True, smoothing=0.1)  # fmt: skip
             return

@@ -59,14 +59,6 @@ def test_no_bar_until_the_total_is_known(tty_stderr):
     assert "chunk 1 of 6" in drawn and "of ?" not in drawn
 
 
-def test_a_new_label_starts_a_new_count(tty_stderr):
-    with Progress("question") as p:
-        p.update(16, 16, "2K: question")
-        p.update(4, 8, "contracts: question")
-    out = tty_stderr()
-    assert "2K: question 16 of 16" in out and "contracts: question 4 of 8" in out
-
-
 def test_the_terminal_check_is_stderrs(monkeypatch):
     monkeypatch.setattr("sys.stderr", _Terminal())
     assert progress_module.on_terminal()
