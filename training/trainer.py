@@ -26,10 +26,8 @@ make the same update as one process on the same batch. Only rank 0 writes.
 
 from __future__ import annotations
 
-import json
 import os
 import random
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +51,14 @@ from training.policy import (
     target_ids,
 )
 from training.rollout_server import VLLMRollouts, copy_adapter
+from training.run_folder import (
+    FINAL_ADAPTER,
+    append_record,
+    load_checkpoint,
+    progress_line,
+    save_adapter,
+    save_checkpoint,
+)
 from training.tasks import (
     NO_EVIDENCE_MEMORY,
     Task,
@@ -68,9 +74,6 @@ from training.verifier import predicted_answer, reward, score
 from training.weights import resolve_adapter
 
 Draw = Callable[[int, int], list[Task]]  # (step, how many) -> tasks for that step, deterministic
-
-CHECKPOINT = "checkpoint"
-FINAL_ADAPTER = "adapter"
 
 
 @dataclass
@@ -125,6 +128,10 @@ class Trainer:
     def total_steps(self) -> int:
         return self.config.sft_steps + self.config.rl_steps
 
+    def resume(self) -> None:
+        """Continue from the run folder's last checkpoint (metrics past it are dropped, then redone)."""
+        self.step = load_checkpoint(self.run_dir, self.model, self.optimizer, self.device)
+
     def run(self, max_steps: int | None = None, should_stop: Callable[[], bool] = lambda: False) -> None:
         """Train to the end (or `max_steps` more steps), saving every `save_every` steps and at the end.
         `should_stop` is asked between steps: True saves a checkpoint (if the last step has none) and returns."""
@@ -141,7 +148,7 @@ class Trainer:
             if tracker:
                 tracker.close()
         if self.step == self.total_steps and self.rank == 0:
-            self.save_adapter(self.run_dir / FINAL_ADAPTER)
+            save_adapter(self.model, self.tokenizer, self.run_dir / FINAL_ADAPTER)
         if self.dist:
             self.dist.barrier()
 
@@ -151,7 +158,7 @@ class Trainer:
         while self.step < stop:
             if should_stop():
                 if self.step > first and self.step % self.config.save_every and self.rank == 0:
-                    self.save()
+                    save_checkpoint(self.run_dir, self.model, self.optimizer, self.step)
                 break
             t0 = time.monotonic()
             result = self.sft_step() if self.step < self.config.sft_steps else self.rl_step()
@@ -161,14 +168,14 @@ class Trainer:
             per_step = (time.monotonic() - started) / (self.step - first)
             m["eta_s"] = round(per_step * (stop - self.step))
             if self.rank == 0:
-                self._append("metrics.jsonl", m)
+                append_record(self.run_dir, "metrics.jsonl", m)
                 if tracker:
                     tracker.scalars({k: v for k, v in m.items() if k != "step"}, self.step, prefix=f"{m['phase']}/")
                 if result.sample:
-                    self._append("samples.jsonl", {"step": self.step, **result.sample})
+                    append_record(self.run_dir, "samples.jsonl", {"step": self.step, **result.sample})
                 self.log(progress_line(m, self.total_steps))
             if (self.step % self.config.save_every == 0 or self.step == stop) and self.rank == 0:
-                self.save()
+                save_checkpoint(self.run_dir, self.model, self.optimizer, self.step)
 
     def _lr(self, step: int) -> float:
         c = self.config
@@ -390,48 +397,6 @@ class Trainer:
         self.optimizer.step()
         return round(float(norm), 4)
 
-    def _append(self, name: str, record: dict[str, Any]) -> None:
-        with open(self.run_dir / name, "a") as f:
-            f.write(json.dumps(record) + "\n")
-
-    # --- saving and resuming -------------------------------------------------------------------
-
-    def save_adapter(self, folder: Path) -> None:
-        tmp = folder.with_name(folder.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        self.model.save_pretrained(tmp)
-        self.tokenizer.save_pretrained(tmp)
-        _replace(tmp, folder)
-
-    def save(self) -> None:
-        """Adapter (or weights), optimizer and step, written whole or not at all."""
-        tmp = self.run_dir / (CHECKPOINT + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        self.model.save_pretrained(tmp / "model")
-        torch.save(self.optimizer.state_dict(), tmp / "optimizer.pt")
-        (tmp / "state.json").write_text(json.dumps({"step": self.step}))
-        _replace(tmp, self.run_dir / CHECKPOINT)
-        from training.plots import plot_metrics
-
-        plot_metrics(self.run_dir / "metrics.jsonl", self.run_dir / "curve.png")
-
-    def resume(self) -> None:
-        """Continue from the run folder's last checkpoint (metrics past it are dropped, then redone)."""
-        folder = self.run_dir / CHECKPOINT
-        if not folder.exists() and folder.with_name(CHECKPOINT + ".old").exists():  # stopped mid-replace
-            folder = folder.with_name(CHECKPOINT + ".old")
-        if not (folder / "state.json").is_file():
-            raise FileNotFoundError(f"{self.run_dir} has no checkpoint to resume from")
-        state = json.loads((folder / "state.json").read_text())
-        load_weights(self.model, folder / "model")
-        self.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location=self.device))
-        self.step = state["step"]
-        for name in ("metrics.jsonl", "samples.jsonl"):
-            path = self.run_dir / name
-            if path.exists():
-                kept = [line for line in path.read_text().splitlines() if json.loads(line)["step"] <= self.step]
-                path.write_text("".join(line + "\n" for line in kept))
-
 
 def _distributed():  # noqa: ANN202 - torch.distributed, when a launcher started this process
     import torch.distributed as dist
@@ -446,40 +411,3 @@ def init_distributed() -> None:
 
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-
-
-def load_weights(model: Any, folder: Path) -> None:
-    """Put saved adapters (or full weights) into `model` in place."""
-    if hasattr(model, "peft_config"):
-        from peft import set_peft_model_state_dict
-        from safetensors.torch import load_file
-
-        set_peft_model_state_dict(model, load_file(folder / "adapter_model.safetensors"))
-    else:
-        from safetensors.torch import load_file
-
-        model.load_state_dict(load_file(folder / "model.safetensors"), strict=False)
-
-
-def _replace(tmp: Path, target: Path) -> None:
-    old = target.with_name(target.name + ".old")
-    shutil.rmtree(old, ignore_errors=True)
-    if target.exists():
-        os.rename(target, old)
-    os.rename(tmp, target)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def progress_line(m: dict[str, Any], total: int) -> str:
-    eta = m.get("eta_s", 0)
-    head = f"step {m['step']}/{total} {m['phase']}"
-    if m["phase"] == "sft":
-        body = f"loss {m['loss']:.3f} · {m['conversations']} conversations"
-        if "reward" in m:  # sft_corrections: how the policy's own greedy readings scored
-            body = f"reward {m['reward']:.3f} · accuracy {m['accuracy']:.3f} · " + body
-    else:
-        body = (f"reward {m['reward']:.3f} · accuracy {m['accuracy']:.3f} · loss {m['loss']:+.4f} · "
-                f"KL {m['kl']:.5f} · clip {m['clip_fraction']:.3f} · filtered {m['groups_filtered']}/{m['groups']}")
-    return (f"{head} · {body} · {m['tokens_per_s']:.0f} tok/s · {m['seconds']:.0f} s · "
-            f"ETA {int(eta) // 3600}h{int(eta) % 3600 // 60:02d}m")
-
