@@ -20,13 +20,11 @@ from app.services.readings import MAX_CHUNK_TOKENS, MAX_MEMORY_TOKENS, MIN_CHUNK
 from app.services.users import UserView
 from app.services.views import QUEUED
 from app.settings import Settings
+from app.ui.details_panels import ReadingDetailsPanels
 from app.ui.document_actions import DocumentActions
 from app.ui.pass_view import PASS_OUTPUTS, PassView, build_pass_view
 from app.ui.read_views import (
-    BRANCH_COLUMNS,
-    DIFF_COLORS,
     READING_COLUMNS,
-    SOURCE_COLUMNS,
     UPLOAD_TYPES,
     describe_document,
     describe_progress,
@@ -34,7 +32,6 @@ from app.ui.read_views import (
     progress_bar,
     reading_row,
 )
-from app.ui.reading_details import build_reading_details
 from app.ui.review_panel import build_review_panel
 from app.ui.text import text_md
 
@@ -69,7 +66,6 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
     """The tab's components, in the current layout context. Returns `connect(ui, saved, timer, list_timer)`,
     which wires their events once the page-wide state and timers exist (they live outside the tabs, so
     they keep running whichever tab is open)."""
-    details = build_reading_details(settings, me)
     url = settings.resolved_database_url
 
     def doc_choices() -> list[tuple[str, int]]:
@@ -299,57 +295,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
             answer = gr.Textbox(label="Answer", interactive=False, elem_id="answer")
             pass_view = build_pass_view(settings, me)
             pass_ids = gr.State([])  # the readings of the last pass asked here (several questions at once)
-            followed = gr.State(None)  # [reading id, steps, following] (reading_details.follow_timeline)
-            with gr.Accordion("Timeline: the memory after each chunk (edit one and resume from it)",
-                              open=False, elem_id="timeline") as timeline:
-                step_slider = gr.Slider(0, 1, value=0, step=1, label="Step (arrow keys move through the steps)",
-                                        interactive=False, elem_id="step")
-                step_info = gr.Markdown(elem_id="step-info", latex_delimiters=[])
-                with gr.Row():
-                    step_chunk = gr.Textbox(label="The chunk the agent read", lines=8, max_lines=16,
-                                            interactive=False, elem_id="step-chunk")
-                    step_memory = gr.Textbox(label="The memory it wrote (edit it, then resume from it)", lines=8,
-                                             max_lines=16, interactive=True, elem_id="step-memory")
-                step_diff = gr.HighlightedText(label="Change from the step before", combine_adjacent=False,
-                                               show_legend=True, show_inline_category=False,
-                                               color_map=DIFF_COLORS, elem_id="step-diff")
-                resume = gr.Button("Resume from this memory (a new branch)", size="sm", interactive=False,
-                                   elem_id="resume-edit")
-                edit_msg = gr.Markdown(elem_id="edit-msg", latex_delimiters=[])
-            with gr.Accordion("Where it came from: each sentence of the memory and the answer, and its passage",
-                              open=False, elem_id="provenance") as provenance_box:
-                sources = gr.Dataframe(value=[], headers=SOURCE_COLUMNS, type="array", interactive=False,
-                                       wrap=True, max_height=300, elem_id="sources",
-                                       column_widths=["10%", "55%", "12%", "23%"])
-                source_note = gr.Markdown(elem_id="source-note", latex_delimiters=[])
-                with gr.Row():
-                    source_passage = gr.HighlightedText(label="The passage, in its place in the document",
-                                                        combine_adjacent=False, show_legend=False,
-                                                        show_inline_category=False,
-                                                        color_map={"source": "yellow"}, elem_id="source-passage")
-                    source_page = gr.HTML(visible=False, elem_id="source-page")
-                source_spans = gr.State([])
-            with gr.Group(elem_id="branches-box"):
-                branches_note = gr.Markdown(elem_id="branches-note", latex_delimiters=[])
-                branches_table = gr.Dataframe(value=[], headers=BRANCH_COLUMNS, type="array", interactive=False,
-                                              wrap=True, max_height=260, elem_id="branches",
-                                              label="Branches: this reading's family as a tree (choose one to "
-                                              "open it)", column_widths=["8%", "52%", "12%", "28%"])
-            with gr.Accordion("Compare answers: this reading beside another of the document (a branch, say)",
-                              open=False, elem_id="compare") as compare_box:
-                compare_with = gr.Dropdown(label="Compare with", choices=[], value=None, elem_id="compare-with")
-                with gr.Row():
-                    compare_left = gr.Textbox(label="This reading", lines=6, max_lines=20, interactive=False,
-                                              elem_id="compare-left")
-                    compare_right = gr.Textbox(label="The other reading", lines=6, max_lines=20,
-                                               interactive=False, elem_id="compare-right")
-            with gr.Group(elem_id="feedback"):
-                verdict = gr.Radio(["correct", "incorrect"], label="Your verdict on this answer",
-                                   elem_id="verdict")
-                corrected = gr.Textbox(label="The right answer (if it is wrong)", elem_id="corrected-answer")
-                comment = gr.Textbox(label="Comment", elem_id="feedback-comment")
-                save_feedback = gr.Button("Save feedback", size="sm", elem_id="save-feedback")
-            feedback_list = gr.Markdown(elem_id="feedback-list", latex_delimiters=[])
+            panels = ReadingDetailsPanels(settings, me)
     readings_table = gr.Dataframe(value=[], headers=READING_COLUMNS, type="array", interactive=False,
                                   wrap=True, max_height=360, elem_id="readings",
                                   label="Readings of this document: choose one to open it",
@@ -374,36 +320,13 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         list_timer.tick(on_refresh, [document, readings_table], readings_table, show_progress="hidden")
         timer.tick(on_tick, [reading_id, notice], [status, bar, memory, answer, timer], show_progress="hidden")
         cancel.click(on_cancel, reading_id, [status, bar, memory, answer, timer, notice], show_progress="hidden")
-        reading_id.change(details.show_feedback, reading_id, feedback_list, show_progress="hidden")
-        step_view = [step_info, step_chunk, step_memory, step_diff, resume]
-        reading_id.change(details.load_timeline, reading_id, [step_slider, *step_view], show_progress="hidden")
-        timeline.expand(details.load_timeline, reading_id, [step_slider, *step_view], show_progress="hidden")
-        # The status line changes as the reading reads and when it finishes: the timeline follows it.
-        status.change(details.follow_timeline, [reading_id, followed], [followed, step_slider, *step_view],
-                      show_progress="hidden")
-        step_slider.input(details.stop_following, followed, followed, show_progress="hidden")
-        step_slider.change(details.show_step, [reading_id, step_slider], step_view, show_progress="hidden")
-        provenance_view = [sources, source_spans, source_passage, source_note, source_page]
-        reading_id.change(details.load_provenance, reading_id, provenance_view, show_progress="hidden")
-        provenance_box.expand(details.load_provenance, reading_id, provenance_view, show_progress="hidden")
-        sources.select(details.on_source, [reading_id, source_spans], [source_passage, source_note, source_page],
-                       show_progress="hidden")
-        branch_view = [branches_table, branches_note]
-        reading_id.change(details.load_branches, reading_id, branch_view, show_progress="hidden")
-        list_timer.tick(details.on_branches_refresh, [reading_id, branches_table], branch_view, show_progress="hidden")
-        # While a reading runs, its rows in both tables follow it every second, not every three.
-        timer.tick(details.on_branches_refresh, [reading_id, branches_table], branch_view, show_progress="hidden")
+        panels.connect(reading_id, status, timer, list_timer)
+        # While a reading runs, its row follows it every second, not every three (as its branches do: panels).
         timer.tick(on_refresh, [document, readings_table], readings_table, show_progress="hidden")
-        branches_table.select(on_open, saved, [reading_id, question, *view[1:], saved], show_progress="hidden")
-        compare_view = [compare_with, compare_left, compare_right]
-        reading_id.change(details.compare_choices, reading_id, compare_view, show_progress="hidden")
-        compare_box.expand(details.compare_choices, reading_id, compare_view, show_progress="hidden")
-        compare_with.input(details.on_compare, [reading_id, compare_with], [compare_left, compare_right],
-                           show_progress="hidden")
-        resume.click(on_resume, [reading_id, step_slider, step_memory, document, saved],
-                     [edit_msg, reading_id, question, *view[1:], saved, readings_table], show_progress="hidden")
-        save_feedback.click(details.on_feedback, [reading_id, verdict, corrected, comment],
-                            [feedback_list, verdict, corrected, comment], show_progress="hidden")
+        panels.branches_table.select(on_open, saved, [reading_id, question, *view[1:], saved], show_progress="hidden")
+        panels.resume.click(on_resume, [reading_id, panels.step_slider, panels.step_memory, document, saved],
+                            [panels.edit_msg, reading_id, question, *view[1:], saved, readings_table],
+                            show_progress="hidden")
         retry.click(on_retry, reading_id, [status, bar, memory, answer, timer, notice], show_progress="hidden")
         ui.load(on_defaults, None, [chunk_tokens, memory_tokens], show_progress="hidden")
         reading_settings.expand(on_defaults, None, [chunk_tokens, memory_tokens], show_progress="hidden")

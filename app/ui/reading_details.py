@@ -47,7 +47,7 @@ class ReadingDetails:
 
 
 def build_reading_details(settings: Settings, me: Callable[[], UserView | None]) -> ReadingDetails:
-    """The details' handlers; read_tab.py lays out their components and wires them."""
+    """The details' handlers; details_panels.py lays out their components and wires them."""
     def show_feedback(reading_id: int | None, note: str = ""):
         if reading_id is None:
             return ""
