@@ -16,8 +16,17 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from inference.models import MODEL_CACHE
 
 #: values of LONGREAD_SECRET_KEY that are refused in production (examples people copy)
-PLACEHOLDER_SECRETS = {"change-me", "changeme", "secret", "please-change-me", "change-me-please", "longread",
-                       "replace-me", "xxx", "default"}
+PLACEHOLDER_SECRETS = {
+    "change-me",
+    "changeme",
+    "secret",
+    "please-change-me",
+    "change-me-please",
+    "longread",
+    "replace-me",
+    "xxx",
+    "default",
+}
 
 
 class Settings(BaseSettings):
@@ -92,23 +101,29 @@ class Settings(BaseSettings):
         2, ge=1, description="KV-cache memory of the local vLLM server on the CPU, GiB (VLLM_CPU_KVCACHE_SPACE)."
     )
     vllm_startup_timeout_s: float = Field(
-        900.0, gt=0, description="How long the local vLLM server may take to become healthy (the first "
-        "start compiles for minutes)."
+        900.0,
+        gt=0,
+        description="How long the local vLLM server may take to become healthy (the first start compiles for minutes).",
     )
     # The app's reading sizes: what a reading gets when neither the request nor the active model version sets
     # them (the order is app/services/reading_config.py's). inference/ and training/ keep defaults of their own.
     chunk_tokens: int = Field(
-        1024, ge=16, description="Document tokens per chunk; the reader reads long documents and contracts "
-        "better with 1024 than 512, and its last round was trained at 1024 (README, \"Choosing the defaults\")."
+        1024,
+        ge=16,
+        description="Document tokens per chunk; the reader reads long documents and contracts "
+        'better with 1024 than 512, and its last round was trained at 1024 (README, "Choosing the defaults").',
     )
     memory_tokens: int = Field(128, ge=8, description="Most tokens the agent may write as memory.")
     answer_tokens: int = Field(64, ge=8, description="Most tokens of the final answer.")
     template_set: str = Field(
-        "chunk-first", description="Prompt template set (see inference/templates.py); the bundled reader was "
-        "trained on `chunk-first`, MemAgent's RL-MemoryAgent models on `memagent`."
+        "chunk-first",
+        description="Prompt template set (see inference/templates.py); the bundled reader was "
+        "trained on `chunk-first`, MemAgent's RL-MemoryAgent models on `memagent`.",
     )
     max_batch: int = Field(
-        64, ge=1, description="Most readings a worker advances together (one batched model call per step); "
+        64,
+        ge=1,
+        description="Most readings a worker advances together (one batched model call per step); "
         "at least MAX_QUESTIONS (64), so that questions asked together, a contract review's 41 among them, are "
         "read in one pass. The in-process engine splits a call into batches of its own (16).",
     )
@@ -116,7 +131,9 @@ class Settings(BaseSettings):
     port: int = Field(8000, description="Port the web app listens on.")
     max_upload_mb: int = Field(50, ge=1, description="Largest accepted upload, in MiB.")
     shutdown_timeout_s: int = Field(
-        5, ge=0, description="On Ctrl-C or SIGTERM, how long open connections (a browser tab's event stream) "
+        5,
+        ge=0,
+        description="On Ctrl-C or SIGTERM, how long open connections (a browser tab's event stream) "
         "may take to finish before the web app closes them, seconds.",
     )
     mode: Literal["embedded", "production"] = Field(
@@ -138,25 +155,32 @@ class Settings(BaseSettings):
         False, description="Send the session cookie over HTTPS only (set when the app is served behind TLS)."
     )
     stale_after_s: int = Field(
-        30, ge=1, description="A running reading whose heartbeat is older than this is resumed by another "
+        30,
+        ge=1,
+        description="A running reading whose heartbeat is older than this is resumed by another "
         "worker (its runner refreshes it every quarter of this while it lives, however long a step takes), "
         "and the page says it waits for a worker.",
     )
     max_attempts: int = Field(
-        3, ge=1, description="How many times a reading's worker may stop mid-reading (killed, out of memory, "
+        3,
+        ge=1,
+        description="How many times a reading's worker may stop mid-reading (killed, out of memory, "
         "crashed: its heartbeat went stale) before the reading is failed with an error that says so, instead "
         "of being taken up again and crashing one worker after another. Resuming it (retry) starts the count "
         "again and reads on from its last checkpoint. The model server being unreachable does not count.",
     )
 
     training_dir: Path | None = Field(
-        None, description="Where training runs started from the app keep their folders (config, data, metrics, "
+        None,
+        description="Where training runs started from the app keep their folders (config, data, metrics, "
         "log, checkpoint, adapter); empty means DATA_DIR/training. The web app writes it and the training "
-        "worker reads it, so both must see the same folder."
+        "worker reads it, so both must see the same folder.",
     )
     eval_n: int = Field(
-        8, ge=1, description="Questions per document length when a training run is evaluated against the "
-        "active model (`longread eval --n`)."
+        8,
+        ge=1,
+        description="Questions per document length when a training run is evaluated against the "
+        "active model (`longread eval --n`).",
     )
 
     @model_validator(mode="after")

@@ -107,12 +107,16 @@ class Supervisor:
             pause = self.backoff_s()
             how = describe_exit(code)
             if self.quick_deaths >= self.keeps_dying_after:
-                self.say(f"longread: the {self.name} keeps dying: {self.quick_deaths} times in a row within "
-                         f"{self.healthy_after_s:g} s of starting (last: {how}). Its output above says why; "
-                         f"until it stays up, nothing is read. Trying again in {pause:g} s.")
+                self.say(
+                    f"longread: the {self.name} keeps dying: {self.quick_deaths} times in a row within "
+                    f"{self.healthy_after_s:g} s of starting (last: {how}). Its output above says why; "
+                    f"until it stays up, nothing is read. Trying again in {pause:g} s."
+                )
             else:
-                self.say(f"longread: the {self.name} (pid {process.pid}) stopped ({how}) after {lived:.0f} s; "
-                         f"starting a new one in {pause:g} s.")
+                self.say(
+                    f"longread: the {self.name} (pid {process.pid}) stopped ({how}) after {lived:.0f} s; "
+                    f"starting a new one in {pause:g} s."
+                )
             if self.wait(pause) or self._stopping.is_set():
                 return
             self.restarts += 1

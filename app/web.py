@@ -80,11 +80,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The UI refuses files over the limit itself, with a message that says so (see UPLOAD_HEADROOM).
     # No run history: its "Runs" page lists Gradio's internal calls, which mean nothing to a reader;
     # our API's docs are at /docs, so Gradio's "Use via API" page is left out too.
-    app = gr.mount_gradio_app(api, build_ui(settings), path="/", css=css,
-                              max_file_size=UPLOAD_HEADROOM * settings.max_upload_mb * 1024 * 1024,
-                              footer_links=["gradio", "settings"], run_history=False,
-                              # the UI's handlers read the user from gr.Request.username (app/ui/gradio_app.py)
-                              auth_dependency=auth.gradio_username)
+    app = gr.mount_gradio_app(
+        api,
+        build_ui(settings),
+        path="/",
+        css=css,
+        max_file_size=UPLOAD_HEADROOM * settings.max_upload_mb * 1024 * 1024,
+        footer_links=["gradio", "settings"],
+        run_history=False,
+        # the UI's handlers read the user from gr.Request.username (app/ui/gradio_app.py)
+        auth_dependency=auth.gradio_username,
+    )
     # Outermost: the sign-in gate and the cross-origin check see every request, the UI's included.
     app.add_middleware(auth.AuthGate, settings=settings)
     return app

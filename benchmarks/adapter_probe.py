@@ -28,8 +28,9 @@ def probe(adapter: str) -> dict[str, Any]:
     import torch
 
     engine = TransformersEngine(model_folder(BUNDLED, resolve_adapter(adapter)))
-    agent = MemoryAgent(engine, AgentConfig(chunk_tokens=1024, memory_tokens=128, answer_tokens=64,
-                                            template_set="chunk-first"))
+    agent = MemoryAgent(
+        engine, AgentConfig(chunk_tokens=1024, memory_tokens=128, answer_tokens=64, template_set="chunk-first")
+    )
     document = book_prefix(engine.tokenizer, 4096)
     readings = agent.read_batch([(q, document) for q in QUESTIONS])
     first_update = readings[QUESTIONS.index(WEATHER)].messages[0]

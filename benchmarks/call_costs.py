@@ -40,8 +40,14 @@ def main() -> None:
         for _ in range(3):
             httpx.post(base + "/reset_prefix_cache", timeout=60).raise_for_status()
             started = time.monotonic()
-            body = {"model": engine.model_name(), "prompt": prompts, "max_tokens": max_tokens, "temperature": 0,
-                    "ignore_eos": True, "add_special_tokens": False}
+            body = {
+                "model": engine.model_name(),
+                "prompt": prompts,
+                "max_tokens": max_tokens,
+                "temperature": 0,
+                "ignore_eos": True,
+                "add_special_tokens": False,
+            }
             httpx.post(engine.base_url + "/completions", json=body, timeout=600).raise_for_status()
             best = min(best, time.monotonic() - started)
         return best

@@ -113,8 +113,9 @@ def build(spec: str, model: Path, args: argparse.Namespace) -> tuple[Engine, str
         server.start()
         note = f"vLLM {' '.join(server.args)} {' '.join(args.vllm_env)}".strip()
         print(f"vLLM server ready in {time.monotonic() - started:.0f} s ({note})", flush=True)
-        return OpenAIEngine(server.base_url, tokenizer, name or server.served_model_name, server=server,
-                            timeout_s=1800), note
+        return OpenAIEngine(
+            server.base_url, tokenizer, name or server.served_model_name, server=server, timeout_s=1800
+        ), note
     raise SystemExit(f"unknown engine {spec!r}: transformers, vllm, vllm-lora=ADAPTER_DIR or openai=URL")
 
 
@@ -125,8 +126,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prompt-tokens", type=int, default=600)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=1, help="timed runs per batch size; the best is shown")
-    parser.add_argument("--torch-threads", type=int, default=0,
-                        help="torch threads of the in-process engine (0: torch's default, one per core)")
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=0,
+        help="torch threads of the in-process engine (0: torch's default, one per core)",
+    )
     parser.add_argument("--model", default="smollm2")
     parser.add_argument("--vllm-python", default=str(ROOT / ".venv-vllm" / "bin" / "python"))
     parser.add_argument("--vllm-args", default="", help="extra flags for the vLLM server")
@@ -135,8 +140,11 @@ def main(argv: list[str] | None = None) -> None:
     batches = [int(b) for b in args.batches.split(",")]
     model = model_folder(args.model)
     load = os.getloadavg()
-    print(f"{os.cpu_count()} CPUs, load average {load[0]:.1f}; prompts ~{args.prompt_tokens} tokens, "
-          f"max_tokens {args.max_tokens}", flush=True)
+    print(
+        f"{os.cpu_count()} CPUs, load average {load[0]:.1f}; prompts ~{args.prompt_tokens} tokens, "
+        f"max_tokens {args.max_tokens}",
+        flush=True,
+    )
 
     rows = []
     for spec in args.engines.split(","):
@@ -159,23 +167,29 @@ def main(argv: list[str] | None = None) -> None:
                     "note": note,
                 })  # fmt: skip
                 r = rows[-1]
-                print(f"  {r['engine']} batch {b}: {wall:.1f} s, {r['prompt']} prompt + {r['gen']} generated tokens",
-                      flush=True)
+                print(
+                    f"  {r['engine']} batch {b}: {wall:.1f} s, {r['prompt']} prompt + {r['gen']} generated tokens",
+                    flush=True,
+                )
         finally:
             engine.close()
 
     base = {r["batch"]: r["wall"] for r in rows if r["engine"] == rows[0]["engine"]}
     single = {r["engine"]: r["prompt"] / r["wall"] for r in rows if r["batch"] == 1}
-    header = (f"| engine | batch | prompt tok/prompt | gen tok | wall s | prompt tok/s | gen tok/s | "
-              f"vs {rows[0]['engine']} | vs batch 1 |")
+    header = (
+        f"| engine | batch | prompt tok/prompt | gen tok | wall s | prompt tok/s | gen tok/s | "
+        f"vs {rows[0]['engine']} | vs batch 1 |"
+    )
     print()
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     for r in rows:
         tput = r["prompt"] / r["wall"]
         scale = f"{tput / single[r['engine']]:.1f}x" if r["engine"] in single else "-"
-        print(f"| {r['engine']} | {r['batch']} | {r['prompt'] // r['batch']} | {r['gen']} | {r['wall']:.1f} | "
-              f"{tput:.0f} | {r['gen'] / r['wall']:.1f} | {base[r['batch']] / r['wall']:.2f}x | {scale} |")
+        print(
+            f"| {r['engine']} | {r['batch']} | {r['prompt'] // r['batch']} | {r['gen']} | {r['wall']:.1f} | "
+            f"{tput:.0f} | {r['gen'] / r['wall']:.1f} | {base[r['batch']] / r['wall']:.2f}x | {scale} |"
+        )
     print()
     for note in dict.fromkeys(r["engine"] + ": " + r["note"] for r in rows):
         print(f"- {note}")

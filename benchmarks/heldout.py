@@ -77,8 +77,13 @@ def plot(models: dict[str, dict[str, tuple[int, int]]], png: Path, title: str) -
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", action="append", required=True, metavar="NAME=GLOB",
-                        help="a model's name and a glob of its `longread eval` folders (repeat per model)")
+    parser.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        metavar="NAME=GLOB",
+        help="a model's name and a glob of its `longread eval` folders (repeat per model)",
+    )
     parser.add_argument("--title", default="Held out: sub-EM by length and contract category")
     parser.add_argument("--out", type=Path, required=True, help="the PNG to write")
     args = parser.parse_args(argv)

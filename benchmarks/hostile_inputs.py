@@ -36,7 +36,11 @@ def run_one(client: TestClient, h: Hostile, good_id: int, good_before: dict) -> 
     good_after = client.get(f"/api/documents/{good_id}").json()
     again = upload(client, "again.txt", b"The app still parses documents after that.").json()
     return {
-        "name": h.name, "size": len(h.data), "outcome": got, "told": message, "seconds": seconds,
+        "name": h.name,
+        "size": len(h.data),
+        "outcome": got,
+        "told": message,
+        "seconds": seconds,
         "app_ok": alive and again["status"] == "ready",
         "others_ok": {k: good_after[k] for k in good_before} == good_before,
         "as_expected": got == h.outcome and h.expect in message,
@@ -60,8 +64,10 @@ def main() -> None:
     print("|---|---:|---|---|---:|---|---|")
     for r in rows:
         told = r["told"].replace("|", "\\|")
-        print(f"| {r['name']} | {_size(r['size'])} | {r['outcome']} | {told} | {r['seconds']:.2f} | "
-              f"{'yes' if r['app_ok'] else 'NO'} | {'yes' if r['others_ok'] else 'NO'} |")
+        print(
+            f"| {r['name']} | {_size(r['size'])} | {r['outcome']} | {told} | {r['seconds']:.2f} | "
+            f"{'yes' if r['app_ok'] else 'NO'} | {'yes' if r['others_ok'] else 'NO'} |"
+        )
     print(f"\nfiles written under the data dir: only {sorted(set(stored))} (blobs named by SHA-256, the database)")
     bad = [r["name"] for r in rows if not (r["as_expected"] and r["app_ok"] and r["others_ok"])]
     print("all as expected" if not bad else f"NOT as expected: {bad}")

@@ -73,7 +73,7 @@ class Latencies:
 def excerpts(n: int, chars: int) -> list[bytes]:
     text = load_book(BOOK)
     start = len(text) // 10  # past the front matter
-    return [f"Excerpt {i + 1}\n\n{text[start + i * chars:start + (i + 1) * chars]}".encode() for i in range(n)]
+    return [f"Excerpt {i + 1}\n\n{text[start + i * chars : start + (i + 1) * chars]}".encode() for i in range(n)]
 
 
 @contextmanager
@@ -102,8 +102,9 @@ def production(users: int):
         stack.callback(model.stop)
         upgrade(database_url)
         (folder / "cluster").mkdir()
-        cluster = Cluster(folder / "cluster", database_url, redis.url(0), model,
-                          overrides=dict(max_batch=16, stale_after_s=30))
+        cluster = Cluster(
+            folder / "cluster", database_url, redis.url(0), model, overrides=dict(max_batch=16, stale_after_s=30)
+        )
         stack.callback(cluster.stop)
         cluster.ensure_workers()
         url = cluster.start_app()
@@ -135,12 +136,23 @@ def embedded(users: int):
         env = {k: v for k, v in os.environ.items() if not k.startswith("LONGREAD_")}
         env.update(LONGREAD_DATA_DIR=tmp, LONGREAD_PORT=str(port), GRADIO_ANALYTICS_ENABLED="False")
         log = Path(tmp) / "serve.log"
-        proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, cwd=REPO_ROOT,
-                                stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve"],
+            env=env,
+            cwd=REPO_ROOT,
+            stdout=log.open("ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
-            wait_until(lambda: httpx.get(f"{url}/api/health", timeout=2).json()["engine_state"] == "ready", 900,
-                       "the embedded app and its model", poll_s=1, diagnose=lambda: log.read_text()[-3000:])
+            wait_until(
+                lambda: httpx.get(f"{url}/api/health", timeout=2).json()["engine_state"] == "ready",
+                900,
+                "the embedded app and its model",
+                poll_s=1,
+                diagnose=lambda: log.read_text()[-3000:],
+            )
             yield url, [{} for _ in range(users)]
         finally:
             os.killpg(proc.pid, 15)
@@ -154,8 +166,13 @@ def run(url: str, headers: list[dict], n_uploads: int, n_readings: int, chars: i
     docs = excerpts(n_uploads, chars)
 
     def upload(i: int) -> int | None:
-        r = lat.call("POST /api/documents", client.post, f"{url}/api/documents", headers=headers[i % users],
-                     files={"file": (f"excerpt-{i}.txt", docs[i], "text/plain")})
+        r = lat.call(
+            "POST /api/documents",
+            client.post,
+            f"{url}/api/documents",
+            headers=headers[i % users],
+            files={"file": (f"excerpt-{i}.txt", docs[i], "text/plain")},
+        )
         return r.json()["id"] if r.status_code in (200, 201) else None
 
     t0 = time.monotonic()
@@ -167,9 +184,13 @@ def run(url: str, headers: list[dict], n_uploads: int, n_readings: int, chars: i
     def ask(k: int) -> tuple[int, int] | None:
         user = k % users
         mine = [d for i, d in enumerate(doc_ids) if d is not None and i % users == user]
-        r = lat.call("POST /api/documents/{id}/readings", client.post,
-                     f"{url}/api/documents/{mine[k // users % len(mine)]}/readings", headers=headers[user],
-                     json={"question": QUESTIONS[k % len(QUESTIONS)]})
+        r = lat.call(
+            "POST /api/documents/{id}/readings",
+            client.post,
+            f"{url}/api/documents/{mine[k // users % len(mine)]}/readings",
+            headers=headers[user],
+            json={"question": QUESTIONS[k % len(QUESTIONS)]},
+        )
         return (user, r.json()["id"]) if r.status_code == 201 else None
 
     t0 = time.monotonic()
@@ -183,8 +204,12 @@ def run(url: str, headers: list[dict], n_uploads: int, n_readings: int, chars: i
             for rid in mine:
                 if rid in final:
                     continue
-                r = lat.call("GET /api/readings/{id} (while reading)", client.get, f"{url}/api/readings/{rid}",
-                             headers=headers[user])
+                r = lat.call(
+                    "GET /api/readings/{id} (while reading)",
+                    client.get,
+                    f"{url}/api/readings/{rid}",
+                    headers=headers[user],
+                )
                 if r.status_code == 200 and r.json()["status"] in ("done", "failed", "cancelled"):
                     final[rid] = r.json()
             time.sleep(0.5)
@@ -211,8 +236,11 @@ def markdown(topology: str, f: dict) -> str:
              f"{f['readings_lost']} lost, {f['reading_wall_s']} s until the last answer.", "",
              "| request | n | statuses | p50 ms | p95 ms | p99 ms | max ms |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
-    lines += [f"| {r['request']} | {r['n']} | {r['statuses']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} | "
-              f"{r['max_ms']} |" for r in f["latency"]]
+    lines += [
+        f"| {r['request']} | {r['n']} | {r['statuses']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} | "
+        f"{r['max_ms']} |"
+        for r in f["latency"]
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -59,9 +59,22 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         close_engines()
     print(f"{settings.model}, chunk {settings.chunk_tokens}, memory {settings.memory_tokens}\n")
-    print(table(["document", "questions", "memory writes", "at the cap", "tokens generated / question", "right"],
-                [[r["document"], r["questions"], r["memory_writes"], r["at_cap"], f"{r['generated_per_question']:.0f}",
-                  r.get("right", "–")] for r in rows]))
+    print(
+        table(
+            ["document", "questions", "memory writes", "at the cap", "tokens generated / question", "right"],
+            [
+                [
+                    r["document"],
+                    r["questions"],
+                    r["memory_writes"],
+                    r["at_cap"],
+                    f"{r['generated_per_question']:.0f}",
+                    r.get("right", "–"),
+                ]
+                for r in rows
+            ],
+        )
+    )
     print(
         f"\nall: {sum(r['at_cap'] for r in rows)} of {sum(r['memory_writes'] for r in rows)} memory writes at the cap; "
         f"contracts: {sum(r.get('right', 0) for r in rows)} of {sum(r['questions'] for r in rows[1:])} right"

@@ -37,11 +37,15 @@ def main() -> None:
             t = time.perf_counter()
             render_untrusted(args.pdf, k, Path(tmp) / f"{k}.png", args.scale)
             child.append(1000 * (time.perf_counter() - t))
-    print(f"{args.pdf.name}: {n} pages at scale {args.scale} ({72 * args.scale:.0f} dpi), "
-          f"PNG {statistics.mean(sizes) / 1024:.0f} KiB on average")
+    print(
+        f"{args.pdf.name}: {n} pages at scale {args.scale} ({72 * args.scale:.0f} dpi), "
+        f"PNG {statistics.mean(sizes) / 1024:.0f} KiB on average"
+    )
     for name, ms in (("in process", inproc), ("limited child (first request)", child)):
-        print(f"  {name:32s} mean {statistics.mean(ms):6.1f} ms/page  median {statistics.median(ms):6.1f}  "
-              f"max {max(ms):6.1f}")
+        print(
+            f"  {name:32s} mean {statistics.mean(ms):6.1f} ms/page  median {statistics.median(ms):6.1f}  "
+            f"max {max(ms):6.1f}"
+        )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,9 @@ def main() -> None:
     args = ap.parse_args()
 
     warm_up()
-    rows: dict[str, dict] = defaultdict(lambda: {"files": 0, "ok": 0, "bytes": 0, "pages": 0, "chars": 0,
-                                                 "seconds": 0.0, "order": [], "errors": []})
+    rows: dict[str, dict] = defaultdict(
+        lambda: {"files": 0, "ok": 0, "bytes": 0, "pages": 0, "chars": 0, "seconds": 0.0, "order": [], "errors": []}
+    )
 
     def run(fmt: str, name: str, data: bytes, paragraphs: list[str] | None = None) -> None:
         row = rows[fmt]
@@ -88,14 +89,18 @@ def main() -> None:
         unit = "pages" if fmt == "pdf" else "sections"
         order = f"{100 * sum(r['order']) / len(r['order']):.1f}%" if r["order"] else "–"
         pps = f"{r['pages'] / r['seconds']:.0f}" if fmt == "pdf" and r["seconds"] else "–"
-        print(f"| {fmt.upper() if fmt != 'md' else 'Markdown'} | {r['files']} | {r['ok']} | {mb:.2f} | "
-              f"{r['pages']:,} {unit} | {r['chars'] / 1e6:.2f} | {r['seconds']:.2f} | {pps} | "
-              f"{mb / r['seconds']:.2f} | {order} |")
+        print(
+            f"| {fmt.upper() if fmt != 'md' else 'Markdown'} | {r['files']} | {r['ok']} | {mb:.2f} | "
+            f"{r['pages']:,} {unit} | {r['chars'] / 1e6:.2f} | {r['seconds']:.2f} | {pps} | "
+            f"{mb / r['seconds']:.2f} | {order} |"
+        )
     for fmt, r in rows.items():
         for err in r["errors"]:
             print(f"- {fmt}: {err}")
-    print(f"\n(sandboxed parse per file, as an upload gets it; TXT books are the original Gutenberg files; "
-          f"repeat={args.repeat}; machine: {Path('/proc/cpuinfo').read_text().count('processor')} CPU cores)")
+    print(
+        f"\n(sandboxed parse per file, as an upload gets it; TXT books are the original Gutenberg files; "
+        f"repeat={args.repeat}; machine: {Path('/proc/cpuinfo').read_text().count('processor')} CPU cores)"
+    )
 
 
 if __name__ == "__main__":

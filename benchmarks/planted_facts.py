@@ -29,20 +29,38 @@ BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
 
 # --- planted facts ---------------------------------------------------------------------------
 # Invented names and values, unlikely to occur in the novels, so the fact is the only source.
-FIRST = ["Hollis", "Marguerite", "Tobias", "Ingrid", "Cornelius", "Odile", "Barnaby", "Sabine", "Leopold",
-         "Wilhelmina"]
-SURNAME = ["Quennell", "Ashdown", "Varga", "Pembrook", "Tallis", "Okonjo", "Fairweather", "Lindqvist",
-           "Marchetti", "Brackley"]
+FIRST = ["Hollis", "Marguerite", "Tobias", "Ingrid", "Cornelius", "Odile", "Barnaby", "Sabine", "Leopold", "Wilhelmina"]
+SURNAME = [
+    "Quennell",
+    "Ashdown",
+    "Varga",
+    "Pembrook",
+    "Tallis",
+    "Okonjo",
+    "Fairweather",
+    "Lindqvist",
+    "Marchetti",
+    "Brackley",
+]
 TITLE = ["Captain", "Doctor", "Professor", "Colonel", "Madame", "Judge"]
-WORDS = ["amber", "falcon", "copper", "lantern", "violet", "harbour", "silent", "thistle", "winter", "orchid",
-         "granite", "sparrow"]
+WORDS = [
+    "amber",
+    "falcon",
+    "copper",
+    "lantern",
+    "violet",
+    "harbour",
+    "silent",
+    "thistle",
+    "winter",
+    "orchid",
+    "granite",
+    "sparrow",
+]
 COLOURS = ["turquoise", "crimson", "ochre", "lavender", "emerald", "saffron", "charcoal", "magenta"]
-TOWNS = ["Bramwick", "Eastholm", "Carrowmere", "Dunfallow", "Pellingford", "Ravenscar", "Otterbury",
-         "Kilgarren"]
-OBJECTS = ["silver compass", "brass key", "velvet pouch", "ivory chess piece", "pocket watch",
-           "leather journal"]
-PLACES = ["hollow oak", "chapel belfry", "cellar chimney", "boathouse loft", "garden sundial",
-          "attic trunk"]
+TOWNS = ["Bramwick", "Eastholm", "Carrowmere", "Dunfallow", "Pellingford", "Ravenscar", "Otterbury", "Kilgarren"]
+OBJECTS = ["silver compass", "brass key", "velvet pouch", "ivory chess piece", "pocket watch", "leather journal"]
+PLACES = ["hollow oak", "chapel belfry", "cellar chimney", "boathouse loft", "garden sundial", "attic trunk"]
 ANIMALS = ["goats", "geese", "beehives", "ponies", "peacocks", "alpacas"]
 PETS = ["Biscuit", "Tuppence", "Marmaduke", "Pepperpot", "Sixpence", "Bartholomew"]
 
@@ -63,27 +81,31 @@ def make_fact(rng: random.Random) -> Fact:
     kind = rng.randrange(10)
     if kind == 0:
         pw = " ".join(rng.sample(WORDS, 2))
-        return Fact(f"The password to {titled}'s safe is '{pw}'.",
-                    f"What is the password to {titled}'s safe?", pw)
+        return Fact(f"The password to {titled}'s safe is '{pw}'.", f"What is the password to {titled}'s safe?", pw)
     if kind == 1:
         obj, place = rng.choice(OBJECTS), rng.choice(PLACES)
-        return Fact(f"{person} hid the {obj} inside the {place}.",
-                    f"Where did {person} hide the {obj}?", place)
+        return Fact(f"{person} hid the {obj} inside the {place}.", f"Where did {person} hide the {obj}?", place)
     if kind == 2:
         colour = rng.choice(COLOURS)
-        return Fact(f"{person}'s favourite colour was {colour}.",
-                    f"What was {person}'s favourite colour?", colour)
+        return Fact(f"{person}'s favourite colour was {colour}.", f"What was {person}'s favourite colour?", colour)
     if kind == 3:
-        return Fact(f"{titled} held the secret meeting in the town of {town}.",
-                    f"In which town did {titled} hold the secret meeting?", town)
+        return Fact(
+            f"{titled} held the secret meeting in the town of {town}.",
+            f"In which town did {titled} hold the secret meeting?",
+            town,
+        )
     if kind == 4:
         n, animals = str(rng.randint(13, 97)), rng.choice(ANIMALS)
-        return Fact(f"{person} kept exactly {n} {animals} on the farm.",
-                    f"How many {animals} did {person} keep on the farm?", n)
+        return Fact(
+            f"{person} kept exactly {n} {animals} on the farm.", f"How many {animals} did {person} keep on the farm?", n
+        )
     if kind == 5:
         code = str(rng.randint(1000, 9999))
-        return Fact(f"The code to the vault of the {town} bank was {code}.",
-                    f"What was the code to the vault of the {town} bank?", code)
+        return Fact(
+            f"The code to the vault of the {town} bank was {code}.",
+            f"What was the code to the vault of the {town} bank?",
+            code,
+        )
     if kind == 6:
         ship = f"{rng.choice(WORDS).title()} {rng.choice(WORDS).title()}"
         return Fact(f"{titled}'s ship was called the {ship}.", f"What was {titled}'s ship called?", ship)
@@ -170,8 +192,9 @@ class Document:
     doc_tokens: int
 
 
-def build_documents(tokenizer, books_dir: Path, n: int, facts_per_doc: int, doc_tokens: int,
-                    seed: int) -> list[Document]:
+def build_documents(
+    tokenizer, books_dir: Path, n: int, facts_per_doc: int, doc_tokens: int, seed: int
+) -> list[Document]:
     """n documents of ~doc_tokens tokens, each with facts_per_doc facts planted at distinct
     sentence boundaries (spread over the document), none of whose answers the window holds."""
     rng = random.Random(seed)
@@ -184,12 +207,17 @@ def build_documents(tokenizer, books_dir: Path, n: int, facts_per_doc: int, doc_
         planted = sum(books.tokens(" " + f.sentence) for f in facts)
         window, bounds = books.window(rng, name, doc_tokens - planted)
         questions = " ".join(normalize(f.question) for f in facts)
-        if (len(bounds) < facts_per_doc or len(set(golds)) < facts_per_doc
-                or any(g in questions or g in normalize(window) for g in golds)):
+        if (
+            len(bounds) < facts_per_doc
+            or len(set(golds)) < facts_per_doc
+            or any(g in questions or g in normalize(window) for g in golds)
+        ):
             continue
         # One fact per equal slice of the sentence boundaries, so they land all over the document.
-        slices = [bounds[i * len(bounds) // facts_per_doc : (i + 1) * len(bounds) // facts_per_doc]
-                  for i in range(facts_per_doc)]
+        slices = [
+            bounds[i * len(bounds) // facts_per_doc : (i + 1) * len(bounds) // facts_per_doc]
+            for i in range(facts_per_doc)
+        ]
         points = sorted(rng.choice(s) for s in slices)
         text, last = "", 0
         for at, fact in zip(points, facts):
@@ -263,8 +291,7 @@ def run_setting(engine: TransformersEngine, cases: list[Case], chunk_tokens: int
 
 def markdown_table(results: list[dict]) -> str:
     lines = [
-        "| chunk x memory | sub-EM | EM | gold in memory | mean memory tok | memory at cap | seconds"
-        " | doc tok/s |",
+        "| chunk x memory | sub-EM | EM | gold in memory | mean memory tok | memory at cap | seconds | doc tok/s |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
@@ -280,15 +307,17 @@ def parse_settings(value: str) -> list[tuple[int, int]]:
     try:
         return [(int(c), int(m)) for c, m in (s.split("x") for s in value.split(","))]
     except ValueError:
-        raise argparse.ArgumentTypeError("settings look like 256x64,512x128 (chunk x memory tokens)") \
-            from None
+        raise argparse.ArgumentTypeError("settings look like 256x64,512x128 (chunk x memory tokens)") from None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--settings", type=parse_settings,
-                        default=parse_settings("256x64,512x128,512x256,1024x128,2048x256"),
-                        help="comma-separated chunk_tokens x memory_tokens pairs")
+    parser.add_argument(
+        "--settings",
+        type=parse_settings,
+        default=parse_settings("256x64,512x128,512x256,1024x128,2048x256"),
+        help="comma-separated chunk_tokens x memory_tokens pairs",
+    )
     parser.add_argument("--facts", type=int, default=40, help="number of planted-fact cases")
     parser.add_argument("--doc-tokens", type=int, default=2048, help="document length in tokens")
     parser.add_argument("--seed", type=int, default=0)
@@ -306,8 +335,7 @@ def main() -> None:
         print(f"{chunk_tokens}x{memory_tokens}: sub-EM {r['sub_em']:.1%} in {r['seconds']:.0f}s", flush=True)
         # Written after every setting so a long run that is cut short keeps what it measured.
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        summary = {"model": args.model, "facts": args.facts, "doc_tokens": args.doc_tokens,
-                   "seed": args.seed}
+        summary = {"model": args.model, "facts": args.facts, "doc_tokens": args.doc_tokens, "seed": args.seed}
         args.out.write_text(json.dumps({**summary, "settings": results}, indent=1))
     print(f"\n{args.facts} planted facts, ~{args.doc_tokens}-token documents, seed {args.seed}\n")
     print(markdown_table(results))

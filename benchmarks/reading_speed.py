@@ -34,8 +34,8 @@ def main() -> None:
     engine = TransformersEngine(model_folder("smollm2"))
     tok = engine.tokenizer
     ids = tok(BOOK.read_bytes().decode("cp1252"), add_special_tokens=False)["input_ids"]
-    chunk = tok.decode(ids[5000:5000 + args.chunk_tokens])
-    memory = tok.decode(ids[9000:9000 + args.memory_tokens])
+    chunk = tok.decode(ids[5000 : 5000 + args.chunk_tokens])
+    memory = tok.decode(ids[9000 : 9000 + args.memory_tokens])
     prompt = MEMAGENT.render_update("Who is the narrator's sister?", memory, chunk)
     text = tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
     batch = tok([text], return_tensors="pt", add_special_tokens=False)
@@ -44,8 +44,13 @@ def main() -> None:
     def cpu_seconds(new_tokens: int) -> float:
         with torch.inference_mode():
             start = time.process_time()
-            engine.model.generate(**batch, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
-                                  pad_token_id=tok.pad_token_id)
+            engine.model.generate(
+                **batch,
+                max_new_tokens=new_tokens,
+                min_new_tokens=new_tokens,
+                do_sample=False,
+                pad_token_id=tok.pad_token_id,
+            )
             return time.process_time() - start
 
     cpu_seconds(1)  # warm-up

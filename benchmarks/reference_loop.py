@@ -45,8 +45,16 @@ def _chat(client: httpx.Client, url: str, model: str, message: str, max_tokens: 
     return data["choices"][0]["message"]["content"]
 
 
-def _read_one(client: httpx.Client, url: str, model: str, tokenizer, question: str, context: str,  # noqa: ANN001
-              chunk_tokens: int, max_new: int) -> ReferenceResult:
+def _read_one(
+    client: httpx.Client,
+    url: str,
+    model: str,
+    tokenizer,
+    question: str,
+    context: str,  # noqa: ANN001
+    chunk_tokens: int,
+    max_new: int,
+) -> ReferenceResult:
     ids = tokenizer.encode(context.strip(), add_special_tokens=False)
     memory, usage = NO_MEMORY, [0, 0]
     for i in range(0, len(ids), chunk_tokens):
@@ -56,15 +64,26 @@ def _read_one(client: httpx.Client, url: str, model: str, tokenizer, question: s
     return ReferenceResult(output, memory, usage[0], usage[1])
 
 
-def read_reference(base_url: str, model: str, tokenizer, items: list[tuple[str, str]], chunk_tokens: int,  # noqa: ANN001
-                   max_new: int, concurrency: int = 64) -> list[ReferenceResult]:
+def read_reference(
+    base_url: str,
+    model: str,
+    tokenizer,
+    items: list[tuple[str, str]],
+    chunk_tokens: int,  # noqa: ANN001
+    max_new: int,
+    concurrency: int = 64,
+) -> list[ReferenceResult]:
     """Read every (question, context) with the reference loop, `concurrency` questions in flight
     (theirs are asyncio tasks, ours threads: either way that many requests wait on the server at
     once)."""
     url = base_url.rstrip("/") + "/chat/completions"
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    with httpx.Client(timeout=httpx.Timeout(3600.0), limits=limits) as client, \
-            ThreadPoolExecutor(max_workers=concurrency) as pool:
-        futures = [pool.submit(_read_one, client, url, model, tokenizer, question, context, chunk_tokens, max_new)
-                   for question, context in items]
+    with (
+        httpx.Client(timeout=httpx.Timeout(3600.0), limits=limits) as client,
+        ThreadPoolExecutor(max_workers=concurrency) as pool,
+    ):
+        futures = [
+            pool.submit(_read_one, client, url, model, tokenizer, question, context, chunk_tokens, max_new)
+            for question, context in items
+        ]
         return [f.result() for f in futures]

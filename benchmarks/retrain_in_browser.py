@@ -90,8 +90,11 @@ def feedback(page, url: str) -> None:  # noqa: ANN001
             time.sleep(5)
         answer = reading.get("answer") or ""
         right = law.lower() in answer.lower()
-        print(f"#{doc['id']} {case_id}: {reading['status']}, answered {answer[:80]!r}, expert {law!r}: "
-              f"{'correct' if right else 'incorrect'}", flush=True)
+        print(
+            f"#{doc['id']} {case_id}: {reading['status']}, answered {answer[:80]!r}, expert {law!r}: "
+            f"{'correct' if right else 'incorrect'}",
+            flush=True,
+        )
         tab(page, "Read")
         choose(page, "#document", f"#{doc['id']} ")
         # The table shows the chosen document's readings once it has loaded: every document here has the
@@ -189,8 +192,11 @@ def promote(page, url: str, name: str) -> None:  # noqa: ANN001
     page.locator("#status").get_by_text("Done").wait_for(timeout=1_800_000)
     (reading,) = [r for r in page.request.get(f"{url}/api/documents/{doc['id']}/readings").json()
                   if r["id"] not in before]  # fmt: skip
-    print(f"new reading #{reading['id']} of #{doc['id']} {DOCS[4]} (held out): model {reading['model']!r}, "
-          f"answered {reading['answer']!r}, expert {governing_law(DOCS[4])[1]!r}", flush=True)
+    print(
+        f"new reading #{reading['id']} of #{doc['id']} {DOCS[4]} (held out): model {reading['model']!r}, "
+        f"answered {reading['answer']!r}, expert {governing_law(DOCS[4])[1]!r}",
+        flush=True,
+    )
     shot(page, "after-promote")
 
 

@@ -126,8 +126,10 @@ class App:
 
     def describe(self) -> str:
         s = self.settings
-        return (f"engine {s.engine}, model {s.model}, chunk {s.chunk_tokens} / memory {s.memory_tokens} / "
-                f"answer {s.answer_tokens} tokens, {os.cpu_count()} CPUs")
+        return (
+            f"engine {s.engine}, model {s.model}, chunk {s.chunk_tokens} / memory {s.memory_tokens} / "
+            f"answer {s.answer_tokens} tokens, {os.cpu_count()} CPUs"
+        )
 
     def cold_cache(self) -> None:
         """Empty a vLLM server's prefix cache, so that no run profits from text an earlier one read."""
@@ -143,8 +145,11 @@ class App:
         had the cores (wall time less what was stolen), not the work done; computed tokens do not
         depend on the machine at all."""
         pids = ["self"] + [str(p) for p in (group_pids(self.rss.server_pgid) if self.rss.server_pgid else [])]
-        totals = {"time": time.monotonic(), "cpu": sum(cpu_seconds(p) for p in pids),
-                  "steal": int(Path("/proc/stat").read_text().split()[8]) / CLOCK_TICKS}
+        totals = {
+            "time": time.monotonic(),
+            "cpu": sum(cpu_seconds(p) for p in pids),
+            "steal": int(Path("/proc/stat").read_text().split()[8]) / CLOCK_TICKS,
+        }
         if self.server_url:
             text = httpx.get(self.server_url + "/metrics", timeout=60).text
             totals |= dict.fromkeys(("prompt_tokens", "prompt_tokens_cached", "generation_tokens"), 0.0)
@@ -160,8 +165,11 @@ class App:
         wall = d["time"]
         out = {"wall_s": wall, "cpu_s": d["cpu"], "steal_pct": 100 * d["steal"] / (wall * (os.cpu_count() or 1))}
         if "prompt_tokens" in d:
-            out |= {"prompt_tokens_computed": int(d["prompt_tokens"] - d["prompt_tokens_cached"]),
-                    "prompt_tokens_sent": int(d["prompt_tokens"]), "generated_tokens": int(d["generation_tokens"])}
+            out |= {
+                "prompt_tokens_computed": int(d["prompt_tokens"] - d["prompt_tokens_cached"]),
+                "prompt_tokens_sent": int(d["prompt_tokens"]),
+                "generated_tokens": int(d["generation_tokens"]),
+            }
         return out
 
     def add_document(self, name: str, text: str) -> tuple[int, str, int]:
@@ -238,31 +246,50 @@ def bench_throughput(app: App, doc_tokens: int, templates: list[str], n: int, ca
         for questions, runs in ((1, alone), (n, [together])):
             measured = {k: (sum(r[k] for r in runs) / len(runs) if all(r.get(k) is not None for r in runs) else None)
                         for k in MEASURED}  # fmt: skip
-            row = {"template": template, "questions": questions, "runs": len(runs), "doc_tokens": tokens,
-                   **measured, "tokens_per_s": questions * tokens / measured["wall_s"],
-                   "tokens_per_cpu_s": questions * tokens / measured["cpu_s"]}
+            row = {
+                "template": template,
+                "questions": questions,
+                "runs": len(runs),
+                "doc_tokens": tokens,
+                **measured,
+                "tokens_per_s": questions * tokens / measured["wall_s"],
+                "tokens_per_cpu_s": questions * tokens / measured["cpu_s"],
+            }
             if questions == n:  # what the reader kept and answered: a short memory is only worth it if it is right
-                row["read"] = [{"question": q, "final_memory": m, "answer": a}
-                               for q, m, a in zip(QUESTIONS, together["final_memories"], together["answers"])]
+                row["read"] = [
+                    {"question": q, "final_memory": m, "answer": a}
+                    for q, m, a in zip(QUESTIONS, together["final_memories"], together["answers"])
+                ]
             single = single or row
             row["speedup"] = row["tokens_per_s"] / single["tokens_per_s"]
             row["speedup_cpu"] = row["tokens_per_cpu_s"] / single["tokens_per_cpu_s"]
-            print(f"  throughput {template} x{questions} ({len(runs)} run(s)): {row['tokens_per_s']:.0f} doc tok/s, "
-                  f"{row['tokens_per_cpu_s']:.1f} per CPU s", flush=True)
+            print(
+                f"  throughput {template} x{questions} ({len(runs)} run(s)): {row['tokens_per_s']:.0f} doc tok/s, "
+                f"{row['tokens_per_cpu_s']:.1f} per CPU s",
+                flush=True,
+            )
             yield row
 
 
 def bench_linear(app: App, sizes: list[int], template: str, n: int, cache: dict):  # noqa: ANN201
     for size in sizes:
         run = _book_run(app, size, template, QUESTIONS[:n], cache)
-        row = {"template": template, "questions": n, "doc_tokens": run["doc_tokens"],
-               **{k: run.get(k) for k in MEASURED},
-               "s_per_1k_tokens": run["wall_s"] / run["doc_tokens"] * 1000,
-               "cpu_s_per_1k_tokens": run["cpu_s"] / run["doc_tokens"] * 1000,
-               "peak_rss_app_mib": run["peak_rss_app_mib"], "peak_rss_server_mib": run["peak_rss_server_mib"],
-               "step_seconds": run["step_seconds"]}
-        print(f"  linear {size}: {row['s_per_1k_tokens']:.1f} s/1K tokens, {row['cpu_s_per_1k_tokens']:.1f} CPU s/1K, "
-              f"steal {row['steal_pct']:.0f}%", flush=True)
+        row = {
+            "template": template,
+            "questions": n,
+            "doc_tokens": run["doc_tokens"],
+            **{k: run.get(k) for k in MEASURED},
+            "s_per_1k_tokens": run["wall_s"] / run["doc_tokens"] * 1000,
+            "cpu_s_per_1k_tokens": run["cpu_s"] / run["doc_tokens"] * 1000,
+            "peak_rss_app_mib": run["peak_rss_app_mib"],
+            "peak_rss_server_mib": run["peak_rss_server_mib"],
+            "step_seconds": run["step_seconds"],
+        }
+        print(
+            f"  linear {size}: {row['s_per_1k_tokens']:.1f} s/1K tokens, {row['cpu_s_per_1k_tokens']:.1f} CPU s/1K, "
+            f"steal {row['steal_pct']:.0f}%",
+            flush=True,
+        )
         yield row
 
 
@@ -275,8 +302,15 @@ def _book_run(app: App, tokens: int, template: str, questions: list[str], cache:
     return cache[key]
 
 
-def bench_reference(app: App, lengths: list[int], docs: int, facts: int, templates: list[str],  # noqa: ANN201
-                    concurrency: int, seed: int):
+def bench_reference(
+    app: App,
+    lengths: list[int],
+    docs: int,
+    facts: int,
+    templates: list[str],  # noqa: ANN201
+    concurrency: int,
+    seed: int,
+):
     s = app.settings
     for length in lengths:
         planted = build_documents(app.tokenizer, BOOKS, docs, facts, length, seed)
@@ -286,30 +320,55 @@ def bench_reference(app: App, lengths: list[int], docs: int, facts: int, templat
         items = [(f.question, text) for (_, text, _), d in zip(stored, planted) for f in d.facts]
         app.cold_cache()
         before = app.meter()
-        results = read_reference(app.engine.base_url, app.engine.model_name(), app.tokenizer, items,
-                                 s.chunk_tokens, s.memory_tokens, concurrency)
+        results = read_reference(
+            app.engine.base_url,
+            app.engine.model_name(),
+            app.tokenizer,
+            items,
+            s.chunk_tokens,
+            s.memory_tokens,
+            concurrency,
+        )
         answers = [extract_boxed(r.output) or r.output.strip() for r in results]
-        reference = _scored(f"MemAgent loop (memagent, T=0.7, {concurrency} at once)", length, answers, golds,
-                            doc_tokens, app.measured(before))
+        reference = _scored(
+            f"MemAgent loop (memagent, T=0.7, {concurrency} at once)",
+            length,
+            answers,
+            golds,
+            doc_tokens,
+            app.measured(before),
+        )
         rows = [reference]
         for template in templates:
-            run = app.read({doc_id: [f.question for f in d.facts] for (doc_id, _, _), d in zip(stored, planted)},
-                           template)
+            run = app.read(
+                {doc_id: [f.question for f in d.facts] for (doc_id, _, _), d in zip(stored, planted)}, template
+            )
             rows.append(_scored(f"ours ({template}, greedy)", length, run["answers"], golds, doc_tokens, run))
         for r in rows:
             r["speed_vs_reference"] = r["tokens_per_s"] / reference["tokens_per_s"]
             r["speed_vs_reference_cpu"] = r["tokens_per_cpu_s"] / reference["tokens_per_cpu_s"]
-            print(f"  reference {length}: {r['loop']}: {r['tokens_per_s']:.0f} tok/s, {r['tokens_per_cpu_s']:.1f} per "
-                  f"CPU s, sub-EM {r['sub_em']:.0%}", flush=True)
+            print(
+                f"  reference {length}: {r['loop']}: {r['tokens_per_s']:.0f} tok/s, {r['tokens_per_cpu_s']:.1f} per "
+                f"CPU s, sub-EM {r['sub_em']:.0%}",
+                flush=True,
+            )
             yield r
 
 
 def _scored(loop: str, length: int, answers: list[str], golds: list[str], doc_tokens: int, measured: dict) -> dict:
     hits = [sub_em(a, g) for a, g in zip(answers, golds)]
-    return {"loop": loop, "doc_tokens": length, "questions": len(golds),
-            **{k: measured.get(k) for k in (*MEASURED, "prompt_tokens_sent")},
-            "tokens_per_s": doc_tokens / measured["wall_s"], "tokens_per_cpu_s": doc_tokens / measured["cpu_s"],
-            "sub_em": sum(hits) / len(hits), "hits": sum(hits), "answers": answers, "golds": golds}
+    return {
+        "loop": loop,
+        "doc_tokens": length,
+        "questions": len(golds),
+        **{k: measured.get(k) for k in (*MEASURED, "prompt_tokens_sent")},
+        "tokens_per_s": doc_tokens / measured["wall_s"],
+        "tokens_per_cpu_s": doc_tokens / measured["cpu_s"],
+        "sub_em": sum(hits) / len(hits),
+        "hits": sum(hits),
+        "answers": answers,
+        "golds": golds,
+    }
 
 
 # --- output ----------------------------------------------------------------------------------------
@@ -325,16 +384,45 @@ def print_tables(results: dict) -> None:
 
     if "throughput" in results:
         print("\n### 1. Throughput: questions reading one document together\n")
-        print(table(["template", "questions", "runs", "doc tokens", "wall s (mean)", "doc tok/s (aggregate)",
-                     "vs 1 question", "CPU s", "doc tok per CPU s", "vs 1 question (CPU)", "steal",
-                     "prompt tokens computed", "tokens generated", "decoding steps"],
-                    [[r["template"], r["questions"], r.get("runs", 1), r["doc_tokens"], num(r["wall_s"]),
-                      num(r["tokens_per_s"]), f"{r['speedup']:.2f}x", num(r.get("cpu_s")),
-                      num(r.get("tokens_per_cpu_s"), ".1f"), num(r.get("speedup_cpu"), ".2f", "x"),
-                      num(r.get("steal_pct"), unit="%"),
-                      num(r.get("prompt_tokens_computed")), num(r.get("generated_tokens")),
-                      num(r.get("decoding_steps"))]
-                     for r in results["throughput"]]))
+        print(
+            table(
+                [
+                    "template",
+                    "questions",
+                    "runs",
+                    "doc tokens",
+                    "wall s (mean)",
+                    "doc tok/s (aggregate)",
+                    "vs 1 question",
+                    "CPU s",
+                    "doc tok per CPU s",
+                    "vs 1 question (CPU)",
+                    "steal",
+                    "prompt tokens computed",
+                    "tokens generated",
+                    "decoding steps",
+                ],
+                [
+                    [
+                        r["template"],
+                        r["questions"],
+                        r.get("runs", 1),
+                        r["doc_tokens"],
+                        num(r["wall_s"]),
+                        num(r["tokens_per_s"]),
+                        f"{r['speedup']:.2f}x",
+                        num(r.get("cpu_s")),
+                        num(r.get("tokens_per_cpu_s"), ".1f"),
+                        num(r.get("speedup_cpu"), ".2f", "x"),
+                        num(r.get("steal_pct"), unit="%"),
+                        num(r.get("prompt_tokens_computed")),
+                        num(r.get("generated_tokens")),
+                        num(r.get("decoding_steps")),
+                    ]
+                    for r in results["throughput"]
+                ],
+            )
+        )
     if "linear" in results:
         print("\n### 2. Linear cost\n")
         print(
@@ -372,14 +460,41 @@ def print_tables(results: dict) -> None:
         )
     if "reference" in results:
         print("\n### 3. Against MemAgent's reference loop (same server, model, documents)\n")
-        print(table(["doc tokens", "loop", "questions", "wall s", "doc tok/s", "vs reference", "CPU s",
-                     "vs reference (CPU)", "steal", "sub-EM", "prompt tokens computed / sent", "generated tokens"],
-                    [[r["doc_tokens"], r["loop"], r["questions"], num(r["wall_s"]), num(r["tokens_per_s"]),
-                      f"{r['speed_vs_reference']:.2f}x", num(r.get("cpu_s")),
-                      num(r.get("speed_vs_reference_cpu"), ".2f", "x"), num(r.get("steal_pct"), unit="%"),
-                      f"{r['sub_em']:.0%} ({r['hits']}/{r['questions']})",
-                      f"{r.get('prompt_tokens_computed') or '-'} / {r.get('prompt_tokens_sent') or '-'}",
-                      r.get("generated_tokens") or "-"] for r in results["reference"]]))
+        print(
+            table(
+                [
+                    "doc tokens",
+                    "loop",
+                    "questions",
+                    "wall s",
+                    "doc tok/s",
+                    "vs reference",
+                    "CPU s",
+                    "vs reference (CPU)",
+                    "steal",
+                    "sub-EM",
+                    "prompt tokens computed / sent",
+                    "generated tokens",
+                ],
+                [
+                    [
+                        r["doc_tokens"],
+                        r["loop"],
+                        r["questions"],
+                        num(r["wall_s"]),
+                        num(r["tokens_per_s"]),
+                        f"{r['speed_vs_reference']:.2f}x",
+                        num(r.get("cpu_s")),
+                        num(r.get("speed_vs_reference_cpu"), ".2f", "x"),
+                        num(r.get("steal_pct"), unit="%"),
+                        f"{r['sub_em']:.0%} ({r['hits']}/{r['questions']})",
+                        f"{r.get('prompt_tokens_computed') or '-'} / {r.get('prompt_tokens_sent') or '-'}",
+                        r.get("generated_tokens") or "-",
+                    ]
+                    for r in results["reference"]
+                ],
+            )
+        )
 
 
 def plot(results: dict, out: Path) -> list[Path]:
@@ -396,10 +511,15 @@ def plot(results: dict, out: Path) -> list[Path]:
         counts = list(dict.fromkeys(r["questions"] for r in rows))
         width = 0.8 / len(counts)
         for j, n in enumerate(counts):
-            values = [next(r["tokens_per_s"] for r in rows if r["template"] == t and r["questions"] == n)
-                      for t in templates]
-            bars = ax.bar([i + j * width for i in range(len(templates))], values, width,
-                          label="one at a time" if n == 1 else f"{n} together")
+            values = [
+                next(r["tokens_per_s"] for r in rows if r["template"] == t and r["questions"] == n) for t in templates
+            ]
+            bars = ax.bar(
+                [i + j * width for i in range(len(templates))],
+                values,
+                width,
+                label="one at a time" if n == 1 else f"{n} together",
+            )
             ax.bar_label(bars, fmt="%.0f")
         ax.set_xticks([i + width * (len(counts) - 1) / 2 for i in range(len(templates))], templates)
         ax.set_ylabel("document tokens / s (all questions)")
@@ -442,13 +562,22 @@ def plot(results: dict, out: Path) -> list[Path]:
         width = 0.8 / len(loops)
         for j, loop in enumerate(loops):
             xs = [i + j * width for i in range(len(lengths))]
-            a.bar(xs, [next(r["tokens_per_s"] for r in rows if r["loop"] == loop and r["doc_tokens"] == n)
-                       for n in lengths], width, label=loop)
-            b.bar(xs, [100 * next(r["sub_em"] for r in rows if r["loop"] == loop and r["doc_tokens"] == n)
-                       for n in lengths], width, label=loop)
+            a.bar(
+                xs,
+                [next(r["tokens_per_s"] for r in rows if r["loop"] == loop and r["doc_tokens"] == n) for n in lengths],
+                width,
+                label=loop,
+            )
+            b.bar(
+                xs,
+                [100 * next(r["sub_em"] for r in rows if r["loop"] == loop and r["doc_tokens"] == n) for n in lengths],
+                width,
+                label=loop,
+            )
         for ax, label in ((a, "document tokens / s (all questions)"), (b, "sub-EM (%)")):
-            ax.set_xticks([i + width * (len(loops) - 1) / 2 for i in range(len(lengths))],
-                          [f"{n // 1024}K" for n in lengths])
+            ax.set_xticks(
+                [i + width * (len(loops) - 1) / 2 for i in range(len(lengths))], [f"{n // 1024}K" for n in lengths]
+            )
             ax.set_xlabel("document size (tokens)")
             ax.set_ylabel(label)
         a.set_title("Throughput")
@@ -469,8 +598,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", default="throughput,reference,linear", help="which benchmarks, in order")
     parser.add_argument("--templates", default="memagent,chunk-first", help="throughput: template sets compared")
     parser.add_argument("--linear-template", default="chunk-first", help="linear: template set")
-    parser.add_argument("--reference-templates", default="chunk-first",
-                        help="reference: template sets of our loop (comma-separated)")
+    parser.add_argument(
+        "--reference-templates", default="chunk-first", help="reference: template sets of our loop (comma-separated)"
+    )
     parser.add_argument("--doc-tokens", type=int, default=4096, help="throughput: document size")
     parser.add_argument("--questions", type=int, default=8, help="throughput and linear: questions at once")
     parser.add_argument("--sizes", default="8192,32768,131072", help="linear: document sizes (tokens)")
@@ -496,11 +626,19 @@ def main(argv: list[str] | None = None) -> None:
                 if name == "throughput":
                     rows = bench_throughput(app, args.doc_tokens, args.templates.split(","), args.questions, cache)
                 elif name == "linear":
-                    rows = bench_linear(app, [int(x) for x in args.sizes.split(",")], args.linear_template,
-                                        args.questions, cache)
+                    rows = bench_linear(
+                        app, [int(x) for x in args.sizes.split(",")], args.linear_template, args.questions, cache
+                    )
                 elif name == "reference":
-                    rows = bench_reference(app, [int(x) for x in args.lengths.split(",")], args.docs, args.facts,
-                                           args.reference_templates.split(","), args.concurrency, args.seed)
+                    rows = bench_reference(
+                        app,
+                        [int(x) for x in args.lengths.split(",")],
+                        args.docs,
+                        args.facts,
+                        args.reference_templates.split(","),
+                        args.concurrency,
+                        args.seed,
+                    )
                 else:
                     raise SystemExit(f"unknown benchmark {name!r}")
                 results[name] = []

@@ -55,5 +55,7 @@ def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001
     if _peak:
         used, nodeid = max(_peak)
         total = psutil.virtual_memory().total / 1e9
-        terminalreporter.write_line(f"suite memory: peak {used:.1f} of {total:.1f} GB used, after {nodeid} "
-                                    f"({len(_peak)} tests; {OUT.relative_to(OUT.parents[2])})")
+        terminalreporter.write_line(
+            f"suite memory: peak {used:.1f} of {total:.1f} GB used, after {nodeid} "
+            f"({len(_peak)} tests; {OUT.relative_to(OUT.parents[2])})"
+        )

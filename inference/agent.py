@@ -103,7 +103,7 @@ _LOOP = re.compile(r"(.{8,}?)\1{2,}")
 def _unlooped(line: str) -> str:
     start = 0
     while (m := _LOOP.search(line, start)) is not None:
-        phrase, rest = m.group(1), line[m.end():]
+        phrase, rest = m.group(1), line[m.end() :]
         if " " not in phrase.strip():  # a run of digits or dashes, not a looping sentence
             start = m.start() + 1
             continue
@@ -161,8 +161,7 @@ class MemoryAgent:
 
     def final_messages(self, items: Sequence[tuple[str, str | None]]) -> list[str]:
         return [
-            self.templates.render_final(problem, NO_MEMORY if memory is None else memory)
-            for problem, memory in items
+            self.templates.render_final(problem, NO_MEMORY if memory is None else memory) for problem, memory in items
         ]
 
     def update(self, items: Sequence[tuple[str, str | None, str]], temperature: float = 0.0) -> list[Completion]:
@@ -183,8 +182,9 @@ class MemoryAgent:
         with nothing found is answered `NOT_IN_DOCUMENT_NO`: the clause asked about is not there."""
         empty = [holds_nothing(memory) for _, memory in items]
         asked = [item for item, nothing in zip(items, empty) if not nothing]
-        completions = iter(self.engine.generate(self.final_messages(asked), self.config.answer_tokens, temperature)
-                           if asked else [])
+        completions = iter(
+            self.engine.generate(self.final_messages(asked), self.config.answer_tokens, temperature) if asked else []
+        )
         answers = []
         for (question, _), nothing in zip(items, empty):
             silent = NOT_IN_DOCUMENT_NO if asks_yes_or_no(question) else NOT_IN_DOCUMENT

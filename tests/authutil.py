@@ -16,8 +16,16 @@ PASSWORD = "correct horse battery"
 
 
 def production_settings(postgres_url: str, data_dir: Path, **kw) -> Settings:  # noqa: ANN003
-    s = Settings(mode="production", secret_key=SECRET, database_url=postgres_url, data_dir=data_dir,
-                 chunk_tokens=100, memory_tokens=20, answer_tokens=20, **kw)
+    s = Settings(
+        mode="production",
+        secret_key=SECRET,
+        database_url=postgres_url,
+        data_dir=data_dir,
+        chunk_tokens=100,
+        memory_tokens=20,
+        answer_tokens=20,
+        **kw,
+    )
     upgrade(postgres_url)
     return s
 

@@ -72,8 +72,9 @@ def tokenizer(model_path):  # noqa: ANN001, ANN201
 def settings(tmp_path: Path) -> Settings:
     from app.migrate import upgrade
 
-    s = Settings(data_dir=tmp_path / "data", model_cache_dir=MODEL_CACHE, chunk_tokens=64, memory_tokens=32,
-                 answer_tokens=16)
+    s = Settings(
+        data_dir=tmp_path / "data", model_cache_dir=MODEL_CACHE, chunk_tokens=64, memory_tokens=32, answer_tokens=16
+    )
     upgrade(s.resolved_database_url)
     return s
 

@@ -90,8 +90,10 @@ def _xhtml_body(heading: str | None, paragraphs: list[str], level: int = 2) -> s
 
 def to_html(book: Book) -> bytes:
     body = "\n".join(_xhtml_body(h, ps) for h, ps in book.sections)
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(book.title)}</title>'
-            f"</head>\n<body>\n<h1>{escape(book.title)}</h1>\n{body}\n</body></html>\n").encode("utf-8")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(book.title)}</title>'
+        f"</head>\n<body>\n<h1>{escape(book.title)}</h1>\n{body}\n</body></html>\n"
+    ).encode("utf-8")
 
 
 def to_docx(book: Book, headings: str = "styles") -> bytes:
@@ -130,16 +132,20 @@ def to_epub(book: Book, extra_entries: int = 0) -> bytes:
             '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
             "</rootfiles></container>",
         )
-        manifest = "".join(f'<item id="c{i}" href="{name}" media-type="application/xhtml+xml"/>'
-                           for i, (name, _, _) in enumerate(chapters))
+        manifest = "".join(
+            f'<item id="c{i}" href="{name}" media-type="application/xhtml+xml"/>'
+            for i, (name, _, _) in enumerate(chapters)
+        )
         spine = "".join(f'<itemref idref="c{i}"/>' for i in range(len(chapters)))
-        z.writestr("OEBPS/content.opf",
-                   '<?xml version="1.0" encoding="utf-8"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0" '
-                   'unique-identifier="id"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
-                   f'<dc:identifier id="id">longread-test</dc:identifier><dc:title>{escape(book.title)}</dc:title>'
-                   '<dc:language>en</dc:language></metadata><manifest>'
-                   '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
-                   f"{manifest}</manifest><spine>{spine}</spine></package>")
+        z.writestr(
+            "OEBPS/content.opf",
+            '<?xml version="1.0" encoding="utf-8"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0" '
+            'unique-identifier="id"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
+            f'<dc:identifier id="id">longread-test</dc:identifier><dc:title>{escape(book.title)}</dc:title>'
+            "<dc:language>en</dc:language></metadata><manifest>"
+            '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
+            f"{manifest}</manifest><spine>{spine}</spine></package>",
+        )
         nav = "".join(f'<li><a href="{name}">{escape(h or "Start")}</a></li>' for name, h, _ in chapters)
         z.writestr("OEBPS/nav.xhtml", _xhtml_doc(book.title, f'<nav epub:type="toc"><ol>{nav}</ol></nav>'))
         for name, heading, paragraphs in chapters:
@@ -150,9 +156,11 @@ def to_epub(book: Book, extra_entries: int = 0) -> bytes:
 
 
 def _xhtml_doc(title: str, body: str) -> str:
-    return ('<?xml version="1.0" encoding="utf-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml" '
-            f'xmlns:epub="http://www.idpf.org/2007/ops"><head><title>{escape(title)}</title></head>'
-            f"<body>\n{body}\n</body></html>")
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml" '
+        f'xmlns:epub="http://www.idpf.org/2007/ops"><head><title>{escape(title)}</title></head>'
+        f"<body>\n{body}\n</body></html>"
+    )
 
 
 CONVERTERS = {"txt": to_txt, "md": to_markdown, "html": to_html, "docx": to_docx, "epub": to_epub}
@@ -163,10 +171,18 @@ def convert(book: Book, fmt: str) -> bytes:
 
 
 def small_book(title: str = "The Lighthouse Keeper") -> Book:
-    return Book(title, [
-        (None, ["A short note before the first chapter."]),
-        ("Chapter 1", ["The keeper climbed the stairs every evening at dusk.",
-                       "He lit the great lamp and watched the ships pass."]),
-        ("Chapter 2", ["One night a storm broke the glass.", "The lamp still burned."]),
-        ("Chapter 3", ["In the morning the harbour master came to thank him."]),
-    ])
+    return Book(
+        title,
+        [
+            (None, ["A short note before the first chapter."]),
+            (
+                "Chapter 1",
+                [
+                    "The keeper climbed the stairs every evening at dusk.",
+                    "He lit the great lamp and watched the ships pass.",
+                ],
+            ),
+            ("Chapter 2", ["One night a storm broke the glass.", "The lamp still burned."]),
+            ("Chapter 3", ["In the morning the harbour master came to thank him."]),
+        ],
+    )

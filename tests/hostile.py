@@ -68,10 +68,16 @@ def pdf_bomb(mib: int = 1024) -> bytes:
     """One page whose content stream inflates to `mib` MiB (1 GiB from a ~1 MB file)."""
     w = PdfWriter()
     page = w.add_blank_page(200, 200)
-    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
-                             NameObject("/BaseFont"): NameObject("/Helvetica")})
+    font = DictionaryObject(
+        {
+            NameObject("/Type"): NameObject("/Font"),
+            NameObject("/Subtype"): NameObject("/Type1"),
+            NameObject("/BaseFont"): NameObject("/Helvetica"),
+        }
+    )
     page[NameObject("/Resources")] = DictionaryObject(
-        {NameObject("/Font"): DictionaryObject({NameObject("/F1"): w._add_object(font)})})
+        {NameObject("/Font"): DictionaryObject({NameObject("/F1"): w._add_object(font)})}
+    )
     co = zlib.compressobj(9)
     parts = [co.compress(b"BT /F1 12 Tf 10 10 Td (boom) Tj ET\n")]
     block = b" " * 2**20
@@ -99,7 +105,7 @@ def docx_zip_bomb(mib: int = 1024) -> bytes:
             entry = zipfile.ZipInfo("word/document.xml")
             entry.compress_type = zipfile.ZIP_DEFLATED
             with dst.open(entry, "w", force_zip64=True) as f:
-                f.write(content[:-len(b"</w:document>")])
+                f.write(content[: -len(b"</w:document>")])
                 for _ in range(mib):
                     f.write(b" " * 2**20)
                 f.write(b"</w:document>")
@@ -109,10 +115,12 @@ def docx_zip_bomb(mib: int = 1024) -> bytes:
 def docx_billion_laughs() -> bytes:
     """An XML entity-expansion bomb inside word/document.xml."""
     small = docgen.to_docx(docgen.small_book())
-    laughs = ('<?xml version="1.0"?><!DOCTYPE w:document [<!ENTITY a "lol">'
-              + "".join(f'<!ENTITY {chr(98 + i)} "{("&" + chr(97 + i) + ";") * 10}">' for i in range(9))
-              + ']><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
-              "<w:body><w:p><w:r><w:t>&j;</w:t></w:r></w:p></w:body></w:document>")
+    laughs = (
+        '<?xml version="1.0"?><!DOCTYPE w:document [<!ENTITY a "lol">'
+        + "".join(f'<!ENTITY {chr(98 + i)} "{("&" + chr(97 + i) + ";") * 10}">' for i in range(9))
+        + ']><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+        "<w:body><w:p><w:r><w:t>&j;</w:t></w:r></w:p></w:body></w:document>"
+    )
     out = io.BytesIO()
     with zipfile.ZipFile(io.BytesIO(small)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
         for info in src.infolist():
@@ -126,7 +134,7 @@ def epub_many_entries(n: int = 20_000) -> bytes:
 
 def executable() -> bytes:
     exe = shutil.which("ls") or sys.executable
-    return Path(exe).read_bytes()[:512 * 1024]
+    return Path(exe).read_bytes()[: 512 * 1024]
 
 
 def deep_html(depth: int = 200_000) -> bytes:

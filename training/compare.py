@@ -29,8 +29,9 @@ def load(path: str | Path) -> dict[str, Any]:
     return json.loads((path / "results.json" if path.is_dir() else path).read_text(encoding="utf-8"))
 
 
-def bootstrap_interval(before: Sequence[float], after: Sequence[float], resamples: int = 10_000,
-                       seed: int = 0) -> tuple[float, float]:
+def bootstrap_interval(
+    before: Sequence[float], after: Sequence[float], resamples: int = 10_000, seed: int = 0
+) -> tuple[float, float]:
     """95% percentile interval of mean(after - before) over paired resamples of the questions.
 
     >>> bootstrap_interval([0, 1, 0, 1], [0, 1, 0, 1])
@@ -44,10 +45,12 @@ def bootstrap_interval(before: Sequence[float], after: Sequence[float], resample
     return float(lo), float(hi)
 
 
-def compare(before: dict[str, Any], after: dict[str, Any], metric: str = "sub_em",
-            resamples: int = 10_000) -> dict[str, dict[str, Any]]:
+def compare(
+    before: dict[str, Any], after: dict[str, Any], metric: str = "sub_em", resamples: int = 10_000
+) -> dict[str, dict[str, Any]]:
     """Per suite (in AFTER's order): n paired, both scores, the difference and its interval, gained and lost,
     same answers, whether it dropped, and the questions only one side has."""
+
     def by_suite(results: dict[str, Any]) -> dict[str, dict[str, dict]]:
         out: dict[str, dict[str, dict]] = {}
         for c in results["cases"]:
@@ -74,8 +77,10 @@ def compare(before: dict[str, Any], after: dict[str, Any], metric: str = "sub_em
 
 
 def table(rows: dict[str, dict[str, Any]], metric: str) -> str:
-    header = (f"| suite | n | before {metric} | after {metric} | difference (95% bootstrap) | gained | lost | "
-              "same answer | verdict |")
+    header = (
+        f"| suite | n | before {metric} | after {metric} | difference (95% bootstrap) | gained | lost | "
+        "same answer | verdict |"
+    )
     lines = [header, "|---|---|---|---|---|---|---|---|---|"]
     for suite, r in rows.items():
         if not r["n"]:
@@ -84,9 +89,11 @@ def table(rows: dict[str, dict[str, Any]], metric: str) -> str:
             continue
         lo, hi = r["interval"]
         verdict = "DROPPED" if r["dropped"] else "ok"
-        lines.append(f"| {suite} | {r['n']} | {r['before']:.1%} | {r['after']:.1%} | {r['difference']:+.1%} "
-                     f"({lo:+.1%} to {hi:+.1%}) | {r['gained']} | {r['lost']} | {r['same_answer']:.1%} | "
-                     f"{verdict} |")
+        lines.append(
+            f"| {suite} | {r['n']} | {r['before']:.1%} | {r['after']:.1%} | {r['difference']:+.1%} "
+            f"({lo:+.1%} to {hi:+.1%}) | {r['gained']} | {r['lost']} | {r['same_answer']:.1%} | "
+            f"{verdict} |"
+        )
     return "\n".join(lines) + "\n"
 
 

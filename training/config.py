@@ -40,12 +40,18 @@ class DataConfig(BaseModel):
         "order; a step past the last bound uses the last length.",
     )
     facts_per_doc: int = Field(
-        1, ge=1, le=16, description="Questions planted in each synthetic document, each with its look-alike: the "
+        1,
+        ge=1,
+        le=16,
+        description="Questions planted in each synthetic document, each with its look-alike: the "
         "others' facts are look-alikes too, as in held-out documents of 8K tokens and more (one question per 4K "
         "tokens, training/evaluate.py), so the reader learns to keep only the asked person's fact.",
     )
-    contracts: bool = Field(True, description="Use the training split of the contracts' expert QA: the extraction "
-                            "questions of contracts-train, less every evaluation suite's contracts.")
+    contracts: bool = Field(
+        True,
+        description="Use the training split of the contracts' expert QA: the extraction "
+        "questions of contracts-train, less every evaluation suite's contracts.",
+    )
     contract_categories: list[str] = Field(
         [], description="Only these contract question categories (e.g. 'Governing Law'); empty means all."
     )
@@ -53,43 +59,62 @@ class DataConfig(BaseModel):
         8192, ge=256, description="Skip training contracts longer than this many tokens (CPU time)."
     )
     governing_law_variants: float = Field(
-        0.0, ge=0.0, le=1.0, description="Share of Governing Law contract samples replaced by a variant: another "
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of Governing Law contract samples replaced by a variant: another "
         "training contract's clause, its jurisdiction swapped, planted at a random sentence of the sample's contract "
-        "in place of its own (training/tasks, governing_law_variant): new company and new answers for the 34 clauses.")
+        "in place of its own (training/tasks, governing_law_variant): new company and new answers for the 34 clauses.",
+    )
     qa_files: list[Path] = Field([], description="JSON Lines files of {document, question, answers}.")
     feedback: list[Path] = Field(
-        [], description="JSON Lines files from `longread feedback export` (documents found by id in the app's "
-        "database, or in the file with `--with-text`)."
+        [],
+        description="JSON Lines files from `longread feedback export` (documents found by id in the app's "
+        "database, or in the file with `--with-text`).",
     )
     mix_contracts: float = Field(
         0.25, ge=0.0, le=1.0, description="Share of samples drawn from contracts and QA files, the rest synthetic."
     )
     mix_feedback: float = Field(
-        0.25, ge=0.0, le=1.0, description="Share of samples drawn from readers' feedback (when `feedback` is "
-        "given): its own share, since a few readers' questions would be lost among hundreds of contract ones."
+        0.25,
+        ge=0.0,
+        le=1.0,
+        description="Share of samples drawn from readers' feedback (when `feedback` is "
+        "given): its own share, since a few readers' questions would be lost among hundreds of contract ones.",
     )
     evidence_groups: list[EvidenceGroup] = Field(
-        [], description="Real questions with their evidence (training/evidence_tasks.py), drawn in turn, each as often "
+        [],
+        description="Real questions with their evidence (training/evidence_tasks.py), drawn in turn, each as often "
         "as it is listed: `contract-extract` (the 8 extraction categories of contracts-train), `contract-clause` (its "
         "33 yes/no clause categories, Yes and No equally often), `book` (questions on the training novels), `planted` "
         "(planted facts), `absent` (questions the document does not answer). Real documents are cut to windows of "
-        "the curriculum's length around their evidence; the clauses suite's contracts are never read. Empty for none.")
+        "the curriculum's length around their evidence; the clauses suite's contracts are never read. Empty for none.",
+    )
     mix_evidence: float = Field(
-        1.0, ge=0.0, le=1.0, description="Share of samples drawn from `evidence_groups` (when given); the rest come "
-        "from the sources above in their shares.")
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of samples drawn from `evidence_groups` (when given); the rest come "
+        "from the sources above in their shares.",
+    )
 
     @model_validator(mode="after")
     def _something(self) -> DataConfig:
         others = bool(self.synthetic_kinds or self.contracts or self.qa_files or self.feedback)
         if not (others or self.evidence_groups):
-            raise ValueError("data selects nothing: enable synthetic_kinds, contracts, qa_files, feedback or "
-                             "evidence_groups")
+            raise ValueError(
+                "data selects nothing: enable synthetic_kinds, contracts, qa_files, feedback or evidence_groups"
+            )
         if self.evidence_groups and self.mix_evidence < 1 and not others:
-            raise ValueError(f"mix_evidence is {self.mix_evidence:g} but no other source is on: set it to 1 or "
-                             "enable synthetic_kinds, contracts, qa_files or feedback")
+            raise ValueError(
+                f"mix_evidence is {self.mix_evidence:g} but no other source is on: set it to 1 or "
+                "enable synthetic_kinds, contracts, qa_files or feedback"
+            )
         if self.feedback and (self.contracts or self.qa_files) and self.mix_contracts + self.mix_feedback > 1:
-            raise ValueError(f"mix_contracts + mix_feedback is {self.mix_contracts + self.mix_feedback:g}: "
-                             "together they are a share of the samples, at most 1; lower one")
+            raise ValueError(
+                f"mix_contracts + mix_feedback is {self.mix_contracts + self.mix_feedback:g}: "
+                "together they are a share of the samples, at most 1; lower one"
+            )
         if not self.curriculum:
             raise ValueError("curriculum needs at least one (document tokens, until step) stage")
         return self
@@ -101,7 +126,8 @@ class TrainConfig(BaseModel):
     # --- model -----------------------------------------------------------------------------------
     model: str = Field("smollm2", description="`smollm2` (the bundled SmolLM2-135M) or a Hugging Face model folder.")
     init_adapter: AdapterDigest | Path | None = Field(
-        None, description="Start from this LoRA adapter instead of fresh adapters: `sha256:<hex>` of its "
+        None,
+        description="Start from this LoRA adapter instead of fresh adapters: `sha256:<hex>` of its "
         "adapter_model.safetensors, found in inference/reader/ or under runs/ (training/results.jsonl lists every "
         "kept adapter's digest), or a folder whose contents stay put, such as a finished run's adapter.",
     )
@@ -146,30 +172,44 @@ class TrainConfig(BaseModel):
         "they teach the reader not to write what is not asked.",
     )
     sft_carry: int = Field(
-        0, ge=0, description="Extra SFT conversations per sample in which the memory already holds evidence and must "
-        "come through a chunk unchanged: what a long document asks of the reader most often.")
+        0,
+        ge=0,
+        description="Extra SFT conversations per sample in which the memory already holds evidence and must "
+        "come through a chunk unchanged: what a long document asks of the reader most often.",
+    )
     sft_echoes: int = Field(
-        0, ge=0, description="SFT conversations per sample that start from the question restated without its answer "
+        0,
+        ge=0,
+        description="SFT conversations per sample that start from the question restated without its answer "
         "(training/tasks, question_echo), the reader's commonest stray write: at the chunk that brings the evidence "
         "(the fact replaces the echo) and at up to this many minus one chunks before it (the echo is dropped). "
-        "The same lesson as `sft_corrections` for that one mistake, without reading the sample first.")
+        "The same lesson as `sft_corrections` for that one mistake, without reading the sample first.",
+    )
     sft_corrections: int = Field(
-        0, ge=0, description="SFT on the policy's own states (DAgger): each step's samples are first read greedily "
+        0,
+        ge=0,
+        description="SFT on the policy's own states (DAgger): each step's samples are first read greedily "
         "by the policy, and up to this many conversations per sample where its memory went wrong are trained "
         "with its memory in and the oracle's out (recovering from an echoed question or a missed fact; the "
         "capture it missed first, then its first mistake, then others at random). "
-        "Costs a reading per sample (on the rollout engine); 0 turns it off.")
+        "Costs a reading per sample (on the rollout engine); 0 turns it off.",
+    )
     # --- GRPO ------------------------------------------------------------------------------------
     samples_per_step: int = Field(4, ge=1, description="Distinct samples (document, question) per RL step.")
     group_size: int = Field(8, ge=2, description="Rollouts per sample (G); advantages are relative within a group.")
     temperature: float = Field(
-        0.7, gt=0, description="Sampling temperature of the rollouts (log-probabilities are taken at the same "
-        "temperature). MemAgent samples its 7B/14B models at 1.0; SmolLM2-135M writes noise at 1.0.")
+        0.7,
+        gt=0,
+        description="Sampling temperature of the rollouts (log-probabilities are taken at the same "
+        "temperature). MemAgent samples its 7B/14B models at 1.0; SmolLM2-135M writes noise at 1.0.",
+    )
     rollout_engine: Literal["policy", "vllm"] = Field(
-        "policy", description="Who samples the rollouts (and the readings of `sft_corrections`): `policy`, the model "
+        "policy",
+        description="Who samples the rollouts (and the readings of `sft_corrections`): `policy`, the model "
         "being trained, in this process; `vllm`, "
         "a vLLM server the trainer starts (LONGREAD_VLLM_PYTHON) that serves the base model and hot-loads the "
-        "policy's adapter every step (MemAgent's way on GPUs; faster on the CPU too). `vllm` needs LoRA.")
+        "policy's adapter every step (MemAgent's way on GPUs; faster on the CPU too). `vllm` needs LoRA.",
+    )
     rollout_vllm_args: str = Field(
         "", description="Extra flags for that vLLM server, e.g. `--gpu-memory-utilization 0.5`."
     )
@@ -197,8 +237,10 @@ class TrainConfig(BaseModel):
     save_every: int = Field(10, ge=1, description="Save adapter, optimizer and data position every this many steps.")
     threads: int = Field(0, ge=0, description="torch threads; 0 keeps torch's default (all cores).")
     device: str = Field(
-        "auto", description="Where the policy trains and samples: `auto` (a CUDA GPU when torch has one, else the "
-        "CPU), `cpu`, `cuda` or `cuda:N`. Under torchrun each process takes the GPU of its LOCAL_RANK.")
+        "auto",
+        description="Where the policy trains and samples: `auto` (a CUDA GPU when torch has one, else the "
+        "CPU), `cpu`, `cuda` or `cuda:N`. Under torchrun each process takes the GPU of its LOCAL_RANK.",
+    )
     precision: Literal["float32", "bfloat16"] = Field(
         "float32",
         description="Compute precision of the forward passes (autocast); weights, gradients and the "
@@ -208,8 +250,11 @@ class TrainConfig(BaseModel):
         "float32 keeps the sampled and trained log-probabilities bit-equal.",
     )
     rollout_batch: int = Field(
-        64, ge=1, description="Most conversations the in-process engine generates at once (rollouts and greedy "
-        "readings); a GPU takes hundreds, a CPU gains little past 64.")
+        64,
+        ge=1,
+        description="Most conversations the in-process engine generates at once (rollouts and greedy "
+        "readings); a GPU takes hundreds, a CPU gains little past 64.",
+    )
 
     @model_validator(mode="after")
     def _coherent(self) -> TrainConfig:
@@ -218,8 +263,10 @@ class TrainConfig(BaseModel):
         if self.sft_steps == 0 and self.rl_steps == 0:
             raise ValueError("sft_steps and rl_steps are both 0: set one of them above 0")
         if str(self.init_adapter).startswith("sha256:") and not isinstance(self.init_adapter, str):
-            raise ValueError(f"init_adapter {self.init_adapter} is not a sha256 digest: write sha256: and the 64 "
-                             "lowercase hex digits of the adapter's adapter_model.safetensors (sha256sum prints them)")
+            raise ValueError(
+                f"init_adapter {self.init_adapter} is not a sha256 digest: write sha256: and the 64 "
+                "lowercase hex digits of the adapter's adapter_model.safetensors (sha256sum prints them)"
+            )
         if self.lora_r == 0 and self.init_adapter is not None:
             raise ValueError("init_adapter needs LoRA: set lora_r above 0 or remove init_adapter")
         if self.rollout_engine == "vllm" and self.lora_r == 0:
@@ -240,10 +287,23 @@ PRESETS: dict[str, dict] = {
     # group mean, KL low_var_kl β=1e-3, clip 0.2 both sides, lr 1e-6 after 20 warm-up steps, T=1.0,
     # token-mean loss; 5000-token chunks, 1024-token memory, MemAgent's own prompt order. For GPUs.
     "memagent": dict(
-        lora_r=0, template_set="memagent", chunk_tokens=5000, memory_tokens=1024, answer_tokens=1024,
-        learning_rate=1e-6, warmup_steps=20, group_size=16, samples_per_step=16, temperature=1.0,
-        scale_advantage_by_std=False, eps_low=0.2, eps_high=0.2, kl_coef=1e-3, reward_rule="exact_match",
-        rl_steps=400, micro_batch_tokens=65536,
+        lora_r=0,
+        template_set="memagent",
+        chunk_tokens=5000,
+        memory_tokens=1024,
+        answer_tokens=1024,
+        learning_rate=1e-6,
+        warmup_steps=20,
+        group_size=16,
+        samples_per_step=16,
+        temperature=1.0,
+        scale_advantage_by_std=False,
+        eps_low=0.2,
+        eps_high=0.2,
+        kl_coef=1e-3,
+        reward_rule="exact_match",
+        rl_steps=400,
+        micro_batch_tokens=65536,
         data=dict(curriculum=[(28_000, 1_000_000)]),
     ),
     # The embedded default: SmolLM2-135M with LoRA on two CPU cores. Sized so that a step takes

@@ -37,8 +37,14 @@ def doc_tokens_at(curriculum: list[tuple[int, int]], step: int) -> int:
 class TaskSource:
     """`draw(step, n)`: the same n tasks for the same step, whoever asks and whenever (resumable)."""
 
-    def __init__(self, data: DataConfig, tokenizer: Any, seed: int, documents: Callable[[Any], str] | None = None,
-                 reading: AgentConfig | None = None):
+    def __init__(
+        self,
+        data: DataConfig,
+        tokenizer: Any,
+        seed: int,
+        documents: Callable[[Any], str] | None = None,
+        reading: AgentConfig | None = None,
+    ):
         """`documents` looks up a feedback line's document text by its id (the app's database); `reading` is the
         trained chunk, memory and answer sizes, which real-evidence tasks are cut and filtered to."""
         self.data, self.tokenizer, self.seed = data, tokenizer, seed
@@ -46,8 +52,13 @@ class TaskSource:
         if data.evidence_groups:
             if reading is None:
                 raise ValueError("evidence_groups need the reading sizes (chunk, memory and answer tokens)")
-            self.evidence = EvidenceTasks(tokenizer, reading.chunk_tokens, reading.memory_tokens, reading.answer_tokens,
-                                          groups=data.evidence_groups)
+            self.evidence = EvidenceTasks(
+                tokenizer,
+                reading.chunk_tokens,
+                reading.memory_tokens,
+                reading.answer_tokens,
+                groups=data.evidence_groups,
+            )
         self.pool: list[Task] = []  # contract and QA-file tasks, drawn uniformly
         self.feedback: list[Task] = []  # readers' feedback, drawn uniformly at its own share
         if data.contracts:
@@ -89,9 +100,15 @@ class TaskSource:
         tasks = [rng.choice(self.feedback) for s in sources if s == 0]
         tasks += [self._maybe_variant(rng.choice(self.pool), step, i) for i, s in enumerate(sources) if s == 1]
         if synthetic := sources.count(2):
-            tasks += synthetic_tasks(self.tokenizer, "train", doc_tokens_at(self.data.curriculum, step),
-                                     synthetic, seed=rng.randrange(2**31), kinds=self.data.synthetic_kinds,
-                                     facts_per_doc=self.data.facts_per_doc)
+            tasks += synthetic_tasks(
+                self.tokenizer,
+                "train",
+                doc_tokens_at(self.data.curriculum, step),
+                synthetic,
+                seed=rng.randrange(2**31),
+                kinds=self.data.synthetic_kinds,
+                facts_per_doc=self.data.facts_per_doc,
+            )
         return tasks
 
     def _maybe_variant(self, task: Task, step: int, i: int) -> Task:

@@ -280,8 +280,11 @@ def log_scores(out: dict[str, Any], folder: Path) -> None:
     `speed/SET/tokens_per_s` at step 0, the table and the settings as text."""
     with Tracker(folder) as tracker:
         for row in out["summary"]:
-            tracker.scalars({k: row[k] for k in ("sub_em", "exact_match", "n")}, 0,
-                            prefix=f"{row['suite']}/{row['group']}/{row['kind']}/")
+            tracker.scalars(
+                {k: row[k] for k in ("sub_em", "exact_match", "n")},
+                0,
+                prefix=f"{row['suite']}/{row['group']}/{row['kind']}/",
+            )
         for t in out.get("timing", []):
             tracker.scalars({"tokens_per_s": t["tokens_per_s"]}, 0, prefix=f"speed/{t['set']}/")
         tracker.text("results", markdown_table(out["summary"], out["config"]["label"]))
@@ -313,9 +316,10 @@ def cases_json(results: Sequence[CaseResult], documents: Sequence[str]) -> dict[
     """The `longread eval --cases FILE --json` object; `correct` is sub-EM (the evaluation metric)."""
     s = score(results)
     return {
-        "cases": [{"document": d, "question": r.question, "answer": r.answer, "correct": r.sub_em}
-                  for r, d in zip(results, documents)],  # fmt: skip
+        "cases": [
+            {"document": d, "question": r.question, "answer": r.answer, "correct": r.sub_em}
+            for r, d in zip(results, documents)
+        ],  # fmt: skip
         "sub_em": s["sub_em"],
         "exact_match": s["exact_match"],
     }
-

@@ -26,8 +26,10 @@ SHAPE_FIELDS = ("peft_type", "r", "lora_alpha", "use_rslora", "rank_pattern", "a
 def _shape(adapter: Path) -> dict:
     config = json.loads((adapter / CONFIG).read_text())
     modules = config["target_modules"]  # a list, or one regular expression
-    return {**{k: config.get(k) for k in SHAPE_FIELDS},
-            "target_modules": sorted(modules) if isinstance(modules, list) else modules}
+    return {
+        **{k: config.get(k) for k in SHAPE_FIELDS},
+        "target_modules": sorted(modules) if isinstance(modules, list) else modules,
+    }
 
 
 def interpolate(start: dict[str, torch.Tensor], end: dict[str, torch.Tensor], weight: float) -> dict[str, torch.Tensor]:

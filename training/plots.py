@@ -42,7 +42,7 @@ def plot_metrics(metrics_jsonl: Path, png: Path) -> None:
         for key in keys:
             xs = [r["step"] for r in data if key in r]
             ys = [r[key] for r in data if key in r]
-            line, = ax.plot(xs, ys, alpha=0.35, linewidth=1)
+            (line,) = ax.plot(xs, ys, alpha=0.35, linewidth=1)
             if len(ys) >= 5:
                 ax.plot(xs, _smooth(ys), color=line.get_color(), linewidth=2, label=f"{key} (mean of 5)")
             else:

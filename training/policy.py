@@ -33,8 +33,9 @@ class Row:
 
 def prompt_ids(tokenizer: Any, message: str) -> list[int]:
     """Token ids of one user message in the chat template, ready for the answer (as the engines send it)."""
-    text = tokenizer.apply_chat_template([{"role": "user", "content": message}], tokenize=False,
-                                         add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
+    )
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
@@ -89,8 +90,16 @@ def pick_device(name: str = "auto") -> torch.device:
     return torch.device("cpu" if name == "auto" else name)
 
 
-def load_policy(model_path: Path, lora_r: int, lora_alpha: int, lora_dropout: float, targets: list[str],
-                init_adapter: Path | None, seed: int, device: torch.device | str = "cpu") -> tuple[Any, Any]:
+def load_policy(
+    model_path: Path,
+    lora_r: int,
+    lora_alpha: int,
+    lora_dropout: float,
+    targets: list[str],
+    init_adapter: Path | None,
+    seed: int,
+    device: torch.device | str = "cpu",
+) -> tuple[Any, Any]:
     """The model to train and its tokenizer, in float32 on `device`. With `lora_r` > 0 only the
     adapters train (fresh, seeded, or loaded from `init_adapter`); with 0 every weight does."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -104,15 +113,24 @@ def load_policy(model_path: Path, lora_r: int, lora_alpha: int, lora_dropout: fl
         if init_adapter is not None:
             model = PeftModel.from_pretrained(model, init_adapter, is_trainable=True)
         else:
-            model = get_peft_model(model, LoraConfig(r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
-                                                     target_modules=targets, task_type="CAUSAL_LM"))
+            model = get_peft_model(
+                model,
+                LoraConfig(
+                    r=lora_r,
+                    lora_alpha=lora_alpha,
+                    lora_dropout=lora_dropout,
+                    target_modules=targets,
+                    task_type="CAUSAL_LM",
+                ),
+            )
         model.to(device)  # adapters beside their base weights
     model.train()
     return model, tokenizer
 
 
-def reference_log_probs(model: Any, rows: Sequence[Row], pad_id: int, reference: Any = None,
-                        temperature: float = 1.0) -> list[torch.Tensor]:
+def reference_log_probs(
+    model: Any, rows: Sequence[Row], pad_id: int, reference: Any = None, temperature: float = 1.0
+) -> list[torch.Tensor]:
     """The reference policy's log-probabilities: with LoRA, the same model with adapters off;
     otherwise `reference`, a frozen copy of the starting weights."""
     with torch.no_grad():

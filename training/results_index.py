@@ -47,9 +47,16 @@ def load_index(path: Path = INDEX) -> list[dict[str, Any]]:
 
 def where_adapter_was(sha256: str, index: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every index line holding an adapter with this sha256, each with that adapter's own path and commit."""
-    return [{"name": e["name"], "path": e["path"] if a["path"] == "." else f"{e['path']}/{a['path']}",
-             "commit": a.get("commit")}
-            for e in index for a in e.get("adapters", []) if a["sha256"] == sha256]
+    return [
+        {
+            "name": e["name"],
+            "path": e["path"] if a["path"] == "." else f"{e['path']}/{a['path']}",
+            "commit": a.get("commit"),
+        }
+        for e in index
+        for a in e.get("adapters", [])
+        if a["sha256"] == sha256
+    ]
 
 
 # --- key metrics, read from a folder's own files --------------------------------------------------------
@@ -102,16 +109,26 @@ def eval_metrics(results: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for r in results.get("summary", []):
         out[f"{r['suite']}/{r['group']}/{r['kind']}"] = {
-            "n": r["n"], "sub_em": round(r["sub_em"], 4), "exact_match": round(r["exact_match"], 4)}
+            "n": r["n"],
+            "sub_em": round(r["sub_em"], 4),
+            "exact_match": round(r["exact_match"], 4),
+        }
     for t in results.get("timing", []):
         if t.get("tokens_per_s") is not None:
             out[f"speed/{t['set']}"] = t["tokens_per_s"]
     return out
 
 
-def describe_folder(name: str, path: str, files: list[str], read: Callable[[str], str | None],
-                    sha256: Callable[[str], str], commit: str | None, adapter_commit: Callable[[str], str | None],
-                    config_file: str | None) -> dict[str, Any]:
+def describe_folder(
+    name: str,
+    path: str,
+    files: list[str],
+    read: Callable[[str], str | None],
+    sha256: Callable[[str], str],
+    commit: str | None,
+    adapter_commit: Callable[[str], str | None],
+    config_file: str | None,
+) -> dict[str, Any]:
     """The index line of one run or evaluation folder (`files` relative to it)."""
     kind = "eval" if "results.json" in files else "train"
     entry: dict[str, Any] = {"name": name, "kind": kind, "path": path, "commit": commit}
@@ -205,11 +222,15 @@ def build(commit: str) -> Iterator[dict[str, Any]]:
         files = folders[name]
         config = f"training/configs/small-{name}.toml"
         yield describe_folder(
-            name, base, files, lambda rel, b=base: text(f"{b}/{rel}"),
+            name,
+            base,
+            files,
+            lambda rel, b=base: text(f"{b}/{rel}"),
             lambda rel, b=base: hashlib.sha256(_git_bytes(f"{commit}:{b}/{rel}") or b"").hexdigest(),
             min((added[f"{base}/{f}"] for f in files if f"{base}/{f}" in added), key=order.__getitem__),
             lambda a, b=base: _git("log", "-1", "--format=%H", commit, "--", f"{b}/{a}").strip() or None,
-            config if _git("ls-tree", "--name-only", commit, "--", config).strip() else None)
+            config if _git("ls-tree", "--name-only", commit, "--", config).strip() else None,
+        )
     yield from readers(commit)
 
 

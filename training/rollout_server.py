@@ -39,8 +39,16 @@ def vllm_lora_rank(r: int) -> int:
 class VLLMRollouts:
     """A vLLM server for one training run; `engine(adapter_folder, step)` serves that adapter."""
 
-    def __init__(self, python: str | Path, model: str | Path, tokenizer: Any, lora_r: int, max_model_len: int,
-                 log_path: Path, extra_args: Sequence[str] = ()):
+    def __init__(
+        self,
+        python: str | Path,
+        model: str | Path,
+        tokenizer: Any,
+        lora_r: int,
+        max_model_len: int,
+        log_path: Path,
+        extra_args: Sequence[str] = (),
+    ):
         self.tokenizer = tokenizer
         self.server = VLLMServer(
             python, model, served_model_name="base", max_model_len=max_model_len, log_path=log_path,
@@ -63,8 +71,10 @@ class VLLMRollouts:
             if self.loaded != name:
                 r = http.post("/load_lora_adapter", json={"lora_name": name, "lora_path": str(Path(adapter).resolve())})
                 if r.status_code != 200:
-                    raise EngineError(f"vLLM could not load the adapter {adapter} as {name}: "
-                                      f"{r.status_code} {r.text[:300]} (log {self.server.log_path})")
+                    raise EngineError(
+                        f"vLLM could not load the adapter {adapter} as {name}: "
+                        f"{r.status_code} {r.text[:300]} (log {self.server.log_path})"
+                    )
                 self.loaded = name
         return OpenAIEngine(self.server.base_url, self.tokenizer, name, server=None)
 

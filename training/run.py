@@ -17,11 +17,20 @@ from training.data import TaskSource
 from training.trainer import Trainer, init_distributed
 
 
-def train(config: TrainConfig, run_dir: Path, model_path: Path, *, resume: bool = False,
-          max_steps: int | None = None, stop_file: Path | None = None, max_minutes: float | None = None,
-          documents: Callable[[Any], str] | None = None, vllm_python: Path | None = None,
-          log: Callable[[str], None] = lambda line: print(line, flush=True),
-          progress: Callable[[int, int], None] | None = None) -> Trainer:
+def train(
+    config: TrainConfig,
+    run_dir: Path,
+    model_path: Path,
+    *,
+    resume: bool = False,
+    max_steps: int | None = None,
+    stop_file: Path | None = None,
+    max_minutes: float | None = None,
+    documents: Callable[[Any], str] | None = None,
+    vllm_python: Path | None = None,
+    log: Callable[[str], None] = lambda line: print(line, flush=True),
+    progress: Callable[[int, int], None] | None = None,
+) -> Trainer:
     """Train (or resume) into `run_dir` until the end, `max_steps` more steps, `stop_file` appearing or
     `max_minutes` passing (the last two save a checkpoint after the step under way). `documents` finds
     a feedback line's document text by id. `log` says what happens (a line per step); `progress(step,
@@ -30,19 +39,27 @@ def train(config: TrainConfig, run_dir: Path, model_path: Path, *, resume: bool 
 
     init_distributed()  # under `accelerate launch` / torchrun: one process per device
     deadline = time.monotonic() + 60 * max_minutes if max_minutes else None
-    source = TaskSource(config.data, AutoTokenizer.from_pretrained(model_path), config.seed, documents,
-                        reading=AgentConfig.of(config))
+    source = TaskSource(
+        config.data, AutoTokenizer.from_pretrained(model_path), config.seed, documents, reading=AgentConfig.of(config)
+    )
     rollouts = None
     if config.rollout_engine == "vllm":
         from training.rollout_server import VLLMRollouts
 
         if vllm_python is None:
             raise ValueError("rollout_engine vllm needs a vLLM virtualenv's python (LONGREAD_VLLM_PYTHON)")
-        rollouts = VLLMRollouts(vllm_python, model_path, source.tokenizer, config.lora_r,
-                                max_model_len=config.chunk_tokens + 2 * config.memory_tokens + 1024,
-                                log_path=run_dir / "rollout-vllm.log", extra_args=shlex.split(config.rollout_vllm_args))
+        rollouts = VLLMRollouts(
+            vllm_python,
+            model_path,
+            source.tokenizer,
+            config.lora_r,
+            max_model_len=config.chunk_tokens + 2 * config.memory_tokens + 1024,
+            log_path=run_dir / "rollout-vllm.log",
+            extra_args=shlex.split(config.rollout_vllm_args),
+        )
         rollouts.start()
     try:
+
         def step_done(line: str) -> None:
             log(line)
             if progress:
@@ -54,8 +71,10 @@ def train(config: TrainConfig, run_dir: Path, model_path: Path, *, resume: bool 
             trainer.resume()
             say(f"resuming {run_dir} at step {trainer.step} of {trainer.total_steps}")
         else:
-            say(f"training into {run_dir} on {trainer.device}: {trainer.total_steps} steps ({config.sft_steps} SFT, "
-                f"{config.rl_steps} RL)")
+            say(
+                f"training into {run_dir} on {trainer.device}: {trainer.total_steps} steps ({config.sft_steps} SFT, "
+                f"{config.rl_steps} RL)"
+            )
         if progress and trainer.rank == 0:
             progress(trainer.step, trainer.total_steps)
 
@@ -67,7 +86,12 @@ def train(config: TrainConfig, run_dir: Path, model_path: Path, *, resume: bool 
         if rollouts:
             rollouts.close()
     done = trainer.step == trainer.total_steps
-    say(f"metrics: {run_dir / 'metrics.jsonl'}, curve: {run_dir / 'curve.png'}, tracker: {trainer.tracking_dir}"
-        + (f", adapter: {run_dir / 'adapter'}" if done else
-           f"; stopped at step {trainer.step}: resume with --resume {run_dir}"))
+    say(
+        f"metrics: {run_dir / 'metrics.jsonl'}, curve: {run_dir / 'curve.png'}, tracker: {trainer.tracking_dir}"
+        + (
+            f", adapter: {run_dir / 'adapter'}"
+            if done
+            else f"; stopped at step {trainer.step}: resume with --resume {run_dir}"
+        )
+    )
     return trainer

@@ -31,10 +31,14 @@ def progress_line(m: dict[str, Any], total: int) -> str:
         if "reward" in m:  # sft_corrections: how the policy's own greedy readings scored
             body = f"reward {m['reward']:.3f} · accuracy {m['accuracy']:.3f} · " + body
     else:
-        body = (f"reward {m['reward']:.3f} · accuracy {m['accuracy']:.3f} · loss {m['loss']:+.4f} · "
-                f"KL {m['kl']:.5f} · clip {m['clip_fraction']:.3f} · filtered {m['groups_filtered']}/{m['groups']}")
-    return (f"{head} · {body} · {m['tokens_per_s']:.0f} tok/s · {m['seconds']:.0f} s · "
-            f"ETA {int(eta) // 3600}h{int(eta) % 3600 // 60:02d}m")
+        body = (
+            f"reward {m['reward']:.3f} · accuracy {m['accuracy']:.3f} · loss {m['loss']:+.4f} · "
+            f"KL {m['kl']:.5f} · clip {m['clip_fraction']:.3f} · filtered {m['groups_filtered']}/{m['groups']}"
+        )
+    return (
+        f"{head} · {body} · {m['tokens_per_s']:.0f} tok/s · {m['seconds']:.0f} s · "
+        f"ETA {int(eta) // 3600}h{int(eta) % 3600 // 60:02d}m"
+    )
 
 
 def save_adapter(model: Any, tokenizer: Any, folder: Path) -> None:

@@ -62,7 +62,8 @@ BOOKS_DEV: tuple[str, ...] = TRAIN_BOOKS
 DEV_SEED = -38
 #: planted-fact lengths (None: the whole book); the dev novels are shorter than Little Women, so no 128K
 SYNTHETIC_LENGTHS: dict[EvalSplit, tuple[int | None, ...]] = {
-    "held-out": (2048, 8192, 32768, 131072, None), "dev": (2048, 8192, 32768, None),
+    "held-out": (2048, 8192, 32768, 131072, None),
+    "dev": (2048, 8192, 32768, None),
 }
 
 
@@ -96,9 +97,15 @@ class EvalDocument:
         return self.source.read_bytes() if self.source is not None else self.text.encode("utf-8")
 
 
-def suite_documents(suite: str, split: EvalSplit, tokenizer: Any = None, limit: int | None = None,
-                    lengths: Sequence[int | None] | None = None, n: int = 16,
-                    kinds: Sequence[str] = ("single-needle",)) -> list[EvalDocument]:
+def suite_documents(
+    suite: str,
+    split: EvalSplit,
+    tokenizer: Any = None,
+    limit: int | None = None,
+    lengths: Sequence[int | None] | None = None,
+    n: int = 16,
+    kinds: Sequence[str] = ("single-needle",),
+) -> list[EvalDocument]:
     """A suite's documents of one split, in a fixed order, the first `limit` of them when given. Synthetic
     needs the serving tokenizer (documents are token-exact) and makes `n` questions of `kinds` at each of
     `lengths` (default `SYNTHETIC_LENGTHS[split]`), `limit` documents at each."""
@@ -149,8 +156,9 @@ def _clauses(ids: Sequence[str], contracts_dir: Path | None = None) -> list[Eval
     return docs
 
 
-def _books(stems: Sequence[str], books_dir: Path = BOOKS_DIR,
-           questions_dir: Path = QUESTIONS_DIR) -> list[EvalDocument]:
+def _books(
+    stems: Sequence[str], books_dir: Path = BOOKS_DIR, questions_dir: Path = QUESTIONS_DIR
+) -> list[EvalDocument]:
     """The novels that have hand-written questions (`training/book_questions.py`), each with its questions."""
     docs = []
     for stem in stems:
@@ -165,8 +173,9 @@ def _books(stems: Sequence[str], books_dir: Path = BOOKS_DIR,
     return docs
 
 
-def _synthetic(split: EvalSplit, tokenizer: Any, lengths: Sequence[int | None], n: int, limit: int | None,
-               kinds: Sequence[str]) -> list[EvalDocument]:
+def _synthetic(
+    split: EvalSplit, tokenizer: Any, lengths: Sequence[int | None], n: int, limit: int | None, kinds: Sequence[str]
+) -> list[EvalDocument]:
     """Held out: `synthetic_tasks` of Little Women at seed 0 (the suite `longread eval` always read);
     dev: of the training novels at DEV_SEED. One question per 4K tokens of a document."""
     from training.evaluate import facts_per_doc

@@ -83,8 +83,15 @@ class StepResult:
 
 
 class Trainer:
-    def __init__(self, config: TrainConfig, run_dir: Path, model_path: Path, draw: Draw,
-                 log: Callable[[str], None] = print, rollout_server: VLLMRollouts | None = None):
+    def __init__(
+        self,
+        config: TrainConfig,
+        run_dir: Path,
+        model_path: Path,
+        draw: Draw,
+        log: Callable[[str], None] = print,
+        rollout_server: VLLMRollouts | None = None,
+    ):
         self.config = config
         self.run_dir = Path(run_dir)
         self.draw = draw
@@ -97,8 +104,15 @@ class Trainer:
             torch.backends.cuda.matmul.allow_tf32 = True  # float32 weights, TF32 matmuls: ~8x on Hopper
         start = resolve_adapter(config.init_adapter) if config.init_adapter is not None else None
         self.model, self.tokenizer = load_policy(
-            model_path, config.lora_r, config.lora_alpha, config.lora_dropout, config.lora_targets,
-            start, config.seed, self.device)
+            model_path,
+            config.lora_r,
+            config.lora_alpha,
+            config.lora_dropout,
+            config.lora_targets,
+            start,
+            config.seed,
+            self.device,
+        )
         self.reference = None
         if config.lora_r == 0 and config.kl_coef > 0:
             self.reference, _ = load_policy(model_path, 0, 1, 0.0, [], None, config.seed, self.device)
@@ -195,8 +209,10 @@ class Trainer:
         rows = []
         for task in filter(None, map(with_answer_evidence, tasks)):
             rng = random.Random(f"{self._seed()}:{task.id}")
-            chunks = [c.text(task.document) for c in
-                      split_into_chunks(task.document, self.tokenizer, self.config.chunk_tokens)]
+            chunks = [
+                c.text(task.document)
+                for c in split_into_chunks(task.document, self.tokenizer, self.config.chunk_tokens)
+            ]
             memories = oracle_memories(task, chunks)
             previous: list[str | None] = [None, *memories[:-1]]
             gains = evidence_gains(memories)
@@ -237,9 +253,17 @@ class Trainer:
             loss_sum += loss.item()
         grad_norm = self._optimizer_step()
         tokens = self._sum(sum(r.tokens for r in rows))
-        return StepResult(dict(phase="sft", loss=round(self._sum(loss_sum), 4), conversations=int(self._sum(len(rows))),
-                               tokens=int(tokens), **read,
-                               tokens_per_s=round(tokens / (time.monotonic() - t0), 1), grad_norm=grad_norm))
+        return StepResult(
+            dict(
+                phase="sft",
+                loss=round(self._sum(loss_sum), 4),
+                conversations=int(self._sum(len(rows))),
+                tokens=int(tokens),
+                **read,
+                tokens_per_s=round(tokens / (time.monotonic() - t0), 1),
+                grad_norm=grad_norm,
+            )
+        )
 
     def _greedy_readings(self, tasks: Sequence[Task], metrics: dict[str, Any]) -> dict[str, list[str]]:
         """The policy's own greedy reading of each task (its memories, by task id), for `sft_corrections`;
@@ -250,11 +274,27 @@ class Trainer:
             trajectories = self._policy_agent().read_batch([(t.question, t.document) for t in tasks])
         n = self._sum(len(tasks))
         metrics.update(
-            reward=round(self._sum(sum(reward(r.answer.output, t.answers, self.config.reward_rule)
-                                       for t, r in zip(tasks, trajectories))) / max(1, n), 4),
-            accuracy=round(self._sum(sum(score(predicted_answer(r.answer.output), t.answers, "exact_match")
-                                         for t, r in zip(tasks, trajectories))) / max(1, n), 4),
-            rollout_s=round(time.monotonic() - t0, 1))
+            reward=round(
+                self._sum(
+                    sum(
+                        reward(r.answer.output, t.answers, self.config.reward_rule) for t, r in zip(tasks, trajectories)
+                    )
+                )
+                / max(1, n),
+                4,
+            ),
+            accuracy=round(
+                self._sum(
+                    sum(
+                        score(predicted_answer(r.answer.output), t.answers, "exact_match")
+                        for t, r in zip(tasks, trajectories)
+                    )
+                )
+                / max(1, n),
+                4,
+            ),
+            rollout_s=round(time.monotonic() - t0, 1),
+        )
         return {t.id: r.memories for t, r in zip(tasks, trajectories)}
 
     # --- RL ------------------------------------------------------------------------------------
@@ -266,7 +306,7 @@ class Trainer:
         torch.manual_seed(self._seed())
         with self._autocast():
             trajectories = self._policy_agent().read_batch(items, temperature=self.config.temperature)
-        return [trajectories[i * g:(i + 1) * g] for i in range(len(tasks))]
+        return [trajectories[i * g : (i + 1) * g] for i in range(len(tasks))]
 
     def _policy_agent(self) -> MemoryAgent:
         """The agent on the policy as it is now: in this process, or on the rollout server, which
@@ -282,10 +322,17 @@ class Trainer:
         t0 = time.monotonic()
         groups = self.rollouts(tasks)
         rollout_s = time.monotonic() - t0
-        rewards = torch.tensor([[reward(t.answer.output, task.answers, c.reward_rule) for t in group]
-                                for task, group in zip(tasks, groups)])
-        exact = [score(predicted_answer(t.answer.output), task.answers, "exact_match")
-                 for task, group in zip(tasks, groups) for t in group]
+        rewards = torch.tensor(
+            [
+                [reward(t.answer.output, task.answers, c.reward_rule) for t in group]
+                for task, group in zip(tasks, groups)
+            ]
+        )
+        exact = [
+            score(predicted_answer(t.answer.output), task.answers, "exact_match")
+            for task, group in zip(tasks, groups)
+            for t in group
+        ]
         advantages = group_advantages(rewards, c.scale_advantage_by_std)
         keep = informative_groups(rewards) if c.filter_equal_groups else torch.ones(len(tasks), dtype=torch.bool)
         rows = []
@@ -293,8 +340,13 @@ class Trainer:
             for ri, trajectory in enumerate(groups[gi]):
                 for message, completion in zip(trajectory.messages, trajectory.completions):
                     if completion.token_ids:
-                        rows.append(Row(prompt_ids(self.tokenizer, message), list(completion.token_ids),
-                                        advantage=float(advantages[gi, ri])))
+                        rows.append(
+                            Row(
+                                prompt_ids(self.tokenizer, message),
+                                list(completion.token_ids),
+                                advantage=float(advantages[gi, ri]),
+                            )
+                        )
         generated = sum(len(comp.token_ids) for group in groups for t in group for comp in t.completions)
         memories = [len(comp.token_ids) for group in groups for t in group for comp in t.completions[:-1]]
         n = self._sum(rewards.numel())
@@ -312,8 +364,13 @@ class Trainer:
         metrics.update(self._policy_update(rows))
         best = int(rewards.flatten().argmax())
         t, task = groups[best // c.group_size][best % c.group_size], tasks[best // c.group_size]
-        sample = dict(question=task.question, gold=list(task.answers), memories=t.memories,
-                      answer=t.answer.answer, reward=float(rewards.flatten()[best]))
+        sample = dict(
+            question=task.question,
+            gold=list(task.answers),
+            memories=t.memories,
+            answer=t.answer.answer,
+            reward=float(rewards.flatten()[best]),
+        )
         return StepResult(metrics, sample)
 
     def _policy_update(self, rows: list[Row]) -> dict[str, Any]:
@@ -330,8 +387,9 @@ class Trainer:
                         for r, lp in zip(batch, completion_log_probs(self.model, batch, self.pad_id, c.temperature)):
                             r.old_log_probs = lp
                     if c.kl_coef > 0:
-                        for r, lp in zip(batch, reference_log_probs(self.model, batch, self.pad_id, self.reference,
-                                                                    c.temperature)):
+                        for r, lp in zip(
+                            batch, reference_log_probs(self.model, batch, self.pad_id, self.reference, c.temperature)
+                        ):
                             r.ref_log_probs = lp
         t0 = time.monotonic()
         loss_sum = kl_sum = clipped = 0.0
@@ -358,9 +416,14 @@ class Trainer:
                 loss_sum += loss.item()
             grad_norm = self._optimizer_step()
         tokens = int(self._sum(sum(r.tokens for r in rows)))
-        return dict(loss=round(self._sum(loss_sum), 5), kl=round(self._sum(kl_sum) / total, 6),
-                    clip_fraction=round(self._sum(clipped) / total, 4), trained_tokens=tokens, grad_norm=grad_norm,
-                    tokens_per_s=round(tokens * c.updates_per_batch / (time.monotonic() - t0), 1))
+        return dict(
+            loss=round(self._sum(loss_sum), 5),
+            kl=round(self._sum(kl_sum) / total, 6),
+            clip_fraction=round(self._sum(clipped) / total, 4),
+            trained_tokens=tokens,
+            grad_norm=grad_norm,
+            tokens_per_s=round(tokens * c.updates_per_batch / (time.monotonic() - t0), 1),
+        )
 
     # --- shared --------------------------------------------------------------------------------
 

@@ -332,7 +332,7 @@ def party_names(entry: str) -> tuple[str, ...]:
     """
     entry = entry.strip().lstrip("(").strip()
     name = re.match(r"[^(\"“”]*", entry)[0]  # type: ignore[index]
-    rest = entry[len(name):]
+    rest = entry[len(name) :]
     if _NOTE.match(name) or (" and " in name and "parties" in rest.lower()):
         return ()  # "A and B (collectively the "Parties")" restates the parties named before it
     name = re.sub(r",?\s+(?:on behalf of|and/or)\b.*", "", name, flags=re.IGNORECASE)
@@ -343,8 +343,9 @@ def party_names(entry: str) -> tuple[str, ...]:
     own = {w for k in keys for w in k.split()} - _LEGAL - _SMALL
     initials = set().union(*map(_initials, [*names, *keys]))
     for alias in map(normalize, re.findall(r"[\"“]([^\"“”]+)[\"”]", rest)):
-        if alias not in ("", "party", "parties") and (own & set(alias.split()) or alias in initials
-                                                     or any(w.startswith(alias) for w in own)):  # Neoforma.com
+        if alias not in ("", "party", "parties") and (
+            own & set(alias.split()) or alias in initials or any(w.startswith(alias) for w in own)
+        ):  # Neoforma.com
             keys.add(alias)
     return tuple(sorted(keys))
 

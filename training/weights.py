@@ -53,8 +53,10 @@ def _not_found(digest: str, roots: list[Path], index: Path) -> str:
     looked = ", ".join(str(r) for r in roots)
     places = where_adapter_was(digest, load_index(index))
     if not places:
-        return (f"no adapter with sha256:{digest} in {looked}, and the results index ({index}) has none: "
-                "check the digest, or put the adapter folder under runs/")
+        return (
+            f"no adapter with sha256:{digest} in {looked}, and the results index ({index}) has none: "
+            "check the digest, or put the adapter folder under runs/"
+        )
     lines = [f"no adapter with sha256:{digest} in {looked}. The results index ({index.name}) has it:"]
     for p in places:
         if p["commit"]:

@@ -100,8 +100,14 @@ class AuthGate:
             # of another site must not drive the local app either.
             refuse = origin_ok is False or (origin_ok is None and production and (with_cookie or path == "/login"))
             if refuse:
-                return await _respond(send, 403, {"detail": "cross-origin request refused: a form or script "
-                                                  "of another site cannot act with your session"})
+                return await _respond(
+                    send,
+                    403,
+                    {
+                        "detail": "cross-origin request refused: a form or script "
+                        "of another site cannot act with your session"
+                    },
+                )
         state = scope.setdefault("state", {})
         state["lr_settings"] = self.settings  # for the mounted Gradio app, whose app.state has none
         if production and not is_public(path):
@@ -115,8 +121,12 @@ class AuthGate:
                         ("?" + scope["query_string"].decode("latin-1")) if scope.get("query_string") else ""
                     )
                     return await _redirect(send, "/login?next=" + quote(target, safe=""))
-                return await _respond(send, 401, {"detail": "sign in first: POST /api/auth/token for a bearer "
-                                                  "token, or open /login"}, {"www-authenticate": "Bearer"})
+                return await _respond(
+                    send,
+                    401,
+                    {"detail": "sign in first: POST /api/auth/token for a bearer token, or open /login"},
+                    {"www-authenticate": "Bearer"},
+                )
             state["user"] = user
         await self.app(scope, receive, send)
 
@@ -130,8 +140,13 @@ async def _respond(send, code: int, body: dict, extra: dict[str, str] | None = N
 
 
 async def _redirect(send, location: str) -> None:  # noqa: ANN001
-    await send({"type": "http.response.start", "status": 303,
-                "headers": [(b"location", location.encode()), (b"content-length", b"0")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 303,
+            "headers": [(b"location", location.encode()), (b"content-length", b"0")],
+        }
+    )
     await send({"type": "http.response.body", "body": b""})
 
 
@@ -212,8 +227,13 @@ def _user_out(u: UserView) -> UserOut:
     return UserOut(id=u.id, username=u.username, role=u.role, disabled=u.disabled, has_password=u.has_password)
 
 
-@router.post("/auth/token", responses={401: {"description": "Wrong username or password, or a disabled account"},
-                                       429: {"description": "Too many failed sign-ins; Retry-After says when"}})
+@router.post(
+    "/auth/token",
+    responses={
+        401: {"description": "Wrong username or password, or a disabled account"},
+        429: {"description": "Too many failed sign-ins; Retry-After says when"},
+    },
+)
 def issue_token(form: Annotated[OAuth2PasswordRequestForm, Depends()], request: Request) -> TokenOut:
     """OAuth2 password flow: form fields `username` and `password`; answers a bearer token."""
     settings: Settings = request.app.state.settings
@@ -257,7 +277,8 @@ def _page(title: str, body: str, code: int = 200) -> HTMLResponse:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="/app-static/longread.css"></head>
 <body class="lr-signin"><main class="lr-signin-box"><h1>Longread</h1>{body}</main></body></html>""",
-        status_code=code, headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY"},
+        status_code=code,
+        headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY"},
     )
 
 
@@ -270,13 +291,15 @@ def _safe_next(target: str | None) -> str:
 
 def _form(next_url: str, message: str = "", username: str = "") -> str:
     note = f'<p class="lr-signin-error" role="alert" id="signin-error">{html.escape(message)}</p>' if message else ""
-    return (f'{note}<form method="post" action="/login" id="signin-form">'
-            f'<input type="hidden" name="next" value="{html.escape(next_url)}">'
-            f'<label>Username <input name="username" id="username" autocomplete="username" required '
-            f'value="{html.escape(username)}" autofocus></label>'
-            f'<label>Password <input name="password" id="password" type="password" '
-            f'autocomplete="current-password" required></label>'
-            f'<button type="submit" id="sign-in">Sign in</button></form>')
+    return (
+        f'{note}<form method="post" action="/login" id="signin-form">'
+        f'<input type="hidden" name="next" value="{html.escape(next_url)}">'
+        f'<label>Username <input name="username" id="username" autocomplete="username" required '
+        f'value="{html.escape(username)}" autofocus></label>'
+        f'<label>Password <input name="password" id="password" type="password" '
+        f'autocomplete="current-password" required></label>'
+        f'<button type="submit" id="sign-in">Sign in</button></form>'
+    )
 
 
 @pages.get("/login")
@@ -285,8 +308,12 @@ def login_page(request: Request, next: str = "/") -> HTMLResponse:  # noqa: A002
 
 
 @pages.post("/login", response_model=None)
-def login(request: Request, username: Annotated[str, Form()] = "", password: Annotated[str, Form()] = "",
-          next: Annotated[str, Form()] = "/") -> HTMLResponse | RedirectResponse:  # noqa: A002
+def login(
+    request: Request,
+    username: Annotated[str, Form()] = "",
+    password: Annotated[str, Form()] = "",
+    next: Annotated[str, Form()] = "/",
+) -> HTMLResponse | RedirectResponse:  # noqa: A002
     settings: Settings = request.app.state.settings
     target = _safe_next(next)
     try:
@@ -296,15 +323,23 @@ def login(request: Request, username: Annotated[str, Form()] = "", password: Ann
     except SignInFailed as exc:
         return _page("Sign in", _form(target, str(exc), username), 401)
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(SESSION_COOKIE, users.issue_token(settings, user, "session"), max_age=settings.token_ttl_s,
-                        httponly=True, samesite="lax", secure=settings.secure_cookies, path="/")
+    response.set_cookie(
+        SESSION_COOKIE,
+        users.issue_token(settings, user, "session"),
+        max_age=settings.token_ttl_s,
+        httponly=True,
+        samesite="lax",
+        secure=settings.secure_cookies,
+        path="/",
+    )
     return response
 
 
 @pages.get("/logout")
 def logout_page() -> HTMLResponse:
-    return _page("Sign out", '<form method="post" action="/logout"><button type="submit" id="sign-out">Sign out'
-                 "</button></form>")
+    return _page(
+        "Sign out", '<form method="post" action="/logout"><button type="submit" id="sign-out">Sign out</button></form>'
+    )
 
 
 @pages.post("/logout")
@@ -326,4 +361,3 @@ def add_error_handlers(api) -> None:  # noqa: ANN001 - a FastAPI app
     api.add_exception_handler(TooManyAttempts, too_many)
     api.add_exception_handler(NotSignedIn, unauthorized)
     api.add_exception_handler(SignInFailed, unauthorized)
-

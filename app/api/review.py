@@ -41,5 +41,8 @@ def export_review(review_id: int, settings: SettingsDep, user: UserDep, format: 
     view = review.filtered(review.show_review(settings, review_id, user=user), which)
     body, media, ext = ((review.to_csv(view), "text/csv", "csv") if format == "csv"
                         else (review.to_markdown(view), "text/markdown", "md"))  # fmt: skip
-    return Response(body, media_type=f"{media}; charset=utf-8",
-                    headers={"Content-Disposition": f'attachment; filename="review-{review_id}.{ext}"'})
+    return Response(
+        body,
+        media_type=f"{media}; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="review-{review_id}.{ext}"'},
+    )

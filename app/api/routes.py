@@ -94,9 +94,14 @@ def delete_document(document_id: int, settings: SettingsDep, user: UserDep) -> D
                404: {"description": "No such document or page, or the document is not a PDF"},
                422: {"description": "The page could not be rendered"}},
 )  # fmt: skip
-def get_page_image(document_id: int, page: int, settings: SettingsDep, user: UserDep,
-                   start: Annotated[int | None, Query(ge=0, description="a passage's first character")] = None,
-                   end: Annotated[int | None, Query(ge=0, description="the next one")] = None) -> FileResponse:
+def get_page_image(
+    document_id: int,
+    page: int,
+    settings: SettingsDep,
+    user: UserDep,
+    start: Annotated[int | None, Query(ge=0, description="a passage's first character")] = None,
+    end: Annotated[int | None, Query(ge=0, description="the next one")] = None,
+) -> FileResponse:
     """Page `page` (1-based) of a PDF document as an image, rendered once and cached: the page a
     provenance passage is printed on; with `start` and `end`, that passage is highlighted on it."""
     path = documents.page_image(settings, document_id, page, start=start, end=end, user=user)
@@ -105,8 +110,7 @@ def get_page_image(document_id: int, page: int, settings: SettingsDep, user: Use
 
 @router.post("/documents/{document_id}/readings", status_code=status.HTTP_201_CREATED)
 def ask(document_id: int, body: AskIn, settings: SettingsDep, user: UserDep) -> ReadingOut:
-    (reading,) = readings.ask(settings, document_id, [body.question], body.chunk_tokens, body.memory_tokens,
-                              user=user)
+    (reading,) = readings.ask(settings, document_id, [body.question], body.chunk_tokens, body.memory_tokens, user=user)
     return out(ReadingOut, reading)
 
 
@@ -145,8 +149,10 @@ def edit(reading_id: int, body: EditIn, settings: SettingsDep, user: UserDep) ->
     """Edit the memory at a step and resume from it: returns the new branch (queued), which shares the
     reading's earlier steps, has the edited memory as that step and reads on from the next chunk. The
     original reading never changes; editing the last step only re-answers."""
-    return out(ReadingOut, readings.edit(settings, reading_id, body.step, body.memory, edited_by=f"api:{user.username}",
-                                         user=user))
+    return out(
+        ReadingOut,
+        readings.edit(settings, reading_id, body.step, body.memory, edited_by=f"api:{user.username}", user=user),
+    )
 
 
 @router.get("/readings/{reading_id}/branches")

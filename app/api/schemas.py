@@ -107,8 +107,9 @@ class Progress(_Out):
     step: int
     total: int | None
     elapsed_s: float | None = Field(description="wall time since the question was asked (reading + waiting)")
-    reading_s: float | None = Field(None, description="time the agent spent reading: every step's own "
-                                    "seconds, the answer and the step under way")
+    reading_s: float | None = Field(
+        None, description="time the agent spent reading: every step's own seconds, the answer and the step under way"
+    )
     waiting_s: float | None = Field(None, description="the rest of elapsed_s: queued, or waiting for a worker")
     eta_s: float | None = Field(description="time left at the reading's own pace; None while it waits")
     stalled: bool = Field(False, description="running, but its worker stopped beating: it waits for a worker")
@@ -147,15 +148,18 @@ class SourceOut(_Out):
 
     part: Literal["memory", "answer"]
     sentence: str
-    via: str | None = Field(description="for a sentence of the answer, the sentence of the final memory it "
-                            "was answered from (its passage is that sentence's)")
+    via: str | None = Field(
+        description="for a sentence of the answer, the sentence of the final memory it "
+        "was answered from (its passage is that sentence's)"
+    )
     step: int | None = Field(description="the step where it entered the memory and stayed; None: no memory held it")
     origin: str | None = Field(description="`agent`, or `edited`: a person wrote the memory at that step")
     first_page: int | None
     last_page: int | None
     page: int | None = Field(description="the page (or section) the passage starts on")
-    passage_start: int | None = Field(description="the best-matching passage of that step's chunk: character "
-                                      "offsets in the document's text")
+    passage_start: int | None = Field(
+        description="the best-matching passage of that step's chunk: character offsets in the document's text"
+    )
     passage_end: int | None
     passage: str | None
     score: float = Field(description="share of the sentence's words found in the passage")
@@ -176,7 +180,8 @@ class CheckpointsOut(_Out):
 class FeedbackIn(BaseModel):
     verdict: Literal["correct", "incorrect"]
     corrected_answer: str | None = Field(
-        None, max_length=MAX_ANSWER_CHARS,
+        None,
+        max_length=MAX_ANSWER_CHARS,
         description="the right answer (for `incorrect`: what the model should have said)",
     )
     comment: str | None = Field(None, max_length=MAX_COMMENT_CHARS)

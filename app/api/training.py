@@ -57,8 +57,9 @@ def training_data(settings: SettingsDep, admin: AdminDep) -> DataOverviewOut:
 
 
 @router.post("/training/preview")
-def preview(body: SelectionIn, settings: SettingsDep, admin: AdminDep,
-            n: Annotated[int, Query(ge=1, le=50)] = 5) -> list[SampleOut]:
+def preview(
+    body: SelectionIn, settings: SettingsDep, admin: AdminDep, n: Annotated[int, Query(ge=1, le=50)] = 5
+) -> list[SampleOut]:
     """A few of the training samples the selection makes."""
     return [out(SampleOut, x) for x in training_runs.preview_samples(settings, selection_of(body), n, user=admin)]
 
@@ -79,13 +80,27 @@ def list_runs(settings: SettingsDep, admin: AdminDep) -> list[RunOut]:
 @router.post("/training/runs", status_code=status.HTTP_201_CREATED)
 def start_run(body: RunIn, settings: SettingsDep, admin: AdminDep) -> RunOut:
     """Queue a run on the `training` queue; 422 names the field to change."""
-    return out(RunOut, training_runs.start_run(settings, selection_of(body.selection), body.params, name=body.name,
-                                               start_version_id=body.start_version_id or None, user=admin))
+    return out(
+        RunOut,
+        training_runs.start_run(
+            settings,
+            selection_of(body.selection),
+            body.params,
+            name=body.name,
+            start_version_id=body.start_version_id or None,
+            user=admin,
+        ),
+    )
 
 
 @router.get("/training/runs/{run_id}")
-def get_run(run_id: int, settings: SettingsDep, admin: AdminDep, samples: Annotated[int, Query(ge=0, le=50)] = 3,
-            log_lines: Annotated[int, Query(ge=0, le=5000)] = 200) -> RunDetailOut:
+def get_run(
+    run_id: int,
+    settings: SettingsDep,
+    admin: AdminDep,
+    samples: Annotated[int, Query(ge=0, le=50)] = 3,
+    log_lines: Annotated[int, Query(ge=0, le=5000)] = 200,
+) -> RunDetailOut:
     """The run, every metrics row, its latest `samples` rollouts and its log's last `log_lines` lines."""
     return RunDetailOut(
         run=out(RunOut, training_runs.get_run(settings, run_id, user=admin)),

@@ -26,7 +26,6 @@ def local_admin(settings: Settings):  # noqa: ANN201 - a UserView
     return local_actor(settings)
 
 
-
 def add_sub_json(parser: argparse.ArgumentParser, help_text: str = "print one JSON object on stdout") -> None:
     """`--json` of a subcommand whose command has one too (`documents --json list` = `documents list --json`):
     without a default, since argparse copies a subcommand's defaults over what its command parsed."""

@@ -89,27 +89,52 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "that set instead.",
     )
     ev.add_argument("--cases", metavar="FILE.jsonl", help="a user's set instead of the suites")
-    ev.add_argument("--split", choices=["dev", "held-out"], default="dev",
-                    help="dev (to choose between readers; default) or held-out (to report a shipped reader)")
-    ev.add_argument("--suites", default="contracts,clauses,books,synthetic",
-                    help="comma-separated, of contracts, clauses, books, synthetic (default all)")
+    ev.add_argument(
+        "--split",
+        choices=["dev", "held-out"],
+        default="dev",
+        help="dev (to choose between readers; default) or held-out (to report a shipped reader)",
+    )
+    ev.add_argument(
+        "--suites",
+        default="contracts,clauses,books,synthetic",
+        help="comma-separated, of contracts, clauses, books, synthetic (default all)",
+    )
     ev.add_argument("--limit", type=int, help="documents per suite (per length for synthetic), the first N")
-    ev.add_argument("--shift-tokens", type=int, default=0, metavar="N",
-                    help="move every chunk boundary N tokens later (robustness: compare with a run at 0)")
+    ev.add_argument(
+        "--shift-tokens",
+        type=int,
+        default=0,
+        metavar="N",
+        help="move every chunk boundary N tokens later (robustness: compare with a run at 0)",
+    )
     ev.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    ev.add_argument("--out", metavar="DIR", help="where results.json, table.md and plot.png go "
-                    "(default runs/eval/TIMESTAMP; with --cases only when given)")
-    ev.add_argument("--lengths", help="planted-fact document lengths in tokens (8K style allowed), 'book' for a whole "
-                    "novel (default: 2K, 8K, 32K, 128K and book held out; 2K, 8K, 32K and book on dev)")
+    ev.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where results.json, table.md and plot.png go (default runs/eval/TIMESTAMP; with --cases only when given)",
+    )
+    ev.add_argument(
+        "--lengths",
+        help="planted-fact document lengths in tokens (8K style allowed), 'book' for a whole "
+        "novel (default: 2K, 8K, 32K, 128K and book held out; 2K, 8K, 32K and book on dev)",
+    )
     ev.add_argument("--n", type=int, default=16, help="planted-fact questions per length")
-    ev.add_argument("--kinds", default="single-needle",
-                    help="planted-fact kinds, comma-separated, or 'all' (single-needle, multi-needle, "
-                    "multi-hop, variable-tracking); 'absent' asks for a fact the document does not hold (correct: "
-                    "the answer says the document does not say)")
-    ev.add_argument("--categories", help="contract or clause categories to ask, comma-separated (default all), "
-                    "e.g. 'Governing Law'")
-    ev.add_argument("--model", help="'smollm2-reader' (bundled, trained), 'smollm2' (bundled, untrained) or a "
-                    "Hugging Face folder (default: the reader the app serves, the active model version)")
+    ev.add_argument(
+        "--kinds",
+        default="single-needle",
+        help="planted-fact kinds, comma-separated, or 'all' (single-needle, multi-needle, "
+        "multi-hop, variable-tracking); 'absent' asks for a fact the document does not hold (correct: "
+        "the answer says the document does not say)",
+    )
+    ev.add_argument(
+        "--categories", help="contract or clause categories to ask, comma-separated (default all), e.g. 'Governing Law'"
+    )
+    ev.add_argument(
+        "--model",
+        help="'smollm2-reader' (bundled, trained), 'smollm2' (bundled, untrained) or a "
+        "Hugging Face folder (default: the reader the app serves, the active model version)",
+    )
     ev.add_argument("--adapter", metavar="DIR", help="a peft LoRA folder, merged into the base once and cached")
     ev.add_argument("--engine", choices=["vllm-local", "transformers", "openai"], help="default: settings")
     ev.add_argument("--openai-url", help="evaluate a served model at this OpenAI-compatible base URL")
@@ -118,6 +143,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--chunk-tokens", type=int, help="default: what a new reading gets")
     ev.add_argument("--memory-tokens", type=int, help="default: what a new reading gets")
     ev.add_argument("--answer-tokens", type=int, help="default: settings")
-    ev.add_argument("--batch", type=int, help="most questions of a document read together (default: all of them, "
-                    "as the app reads a document's questions)")
+    ev.add_argument(
+        "--batch",
+        type=int,
+        help="most questions of a document read together (default: all of them, "
+        "as the app reads a document's questions)",
+    )
     ev.set_defaults(func=cmd_eval)

@@ -14,8 +14,16 @@ def _models_table(settings: Settings, versions: list[dict]) -> str:
     from app.services.models import key_metrics
 
     rows = [("id", "name", "base", "adapter", "active", "key metrics (sub-EM)")]
-    rows.append(("0", "base", settings.model, "-", "" if any(v["active"] for v in versions) else "*",
-                 "the settings' model (LONGREAD_MODEL)"))
+    rows.append(
+        (
+            "0",
+            "base",
+            settings.model,
+            "-",
+            "" if any(v["active"] for v in versions) else "*",
+            "the settings' model (LONGREAD_MODEL)",
+        )
+    )
     for v in versions:
         metrics = ", ".join(f"{k} {x:.0%}" for k, x in key_metrics(v["metrics"]).items()) or "-"
         rows.append((str(v["id"]), v["name"], v["base_model"], v["adapter_path"] or "-", "*" if v["active"] else "",
@@ -35,8 +43,9 @@ def cmd_models(settings: Settings, args: argparse.Namespace) -> int:
     try:
         with session_scope(settings.resolved_database_url) as s:
             if args.models_command == "add":
-                v = mv.register_version(s, args.name, activate=args.activate, user=me,
-                                        **_version_fields(settings, args))
+                v = mv.register_version(
+                    s, args.name, activate=args.activate, user=me, **_version_fields(settings, args)
+                )
                 print(f"model version {v.id} {v.name!r} registered" + (", active" if args.activate else
                       f"; `longread models activate {v.id}` makes new readings use it"))  # fmt: skip
                 return 0
@@ -81,18 +90,27 @@ def _version_fields(settings: Settings, args: argparse.Namespace) -> dict:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """models"""
-    models = sub.add_parser("models", help="model versions: list, add a trained adapter, activate one",
-                            description="Without a subcommand: list model versions (* marks the one new readings use).")
+    models = sub.add_parser(
+        "models",
+        help="model versions: list, add a trained adapter, activate one",
+        description="Without a subcommand: list model versions (* marks the one new readings use).",
+    )
     models.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     models.set_defaults(func=cmd_models, models_command=None)
     models_sub = models.add_subparsers(dest="models_command")
-    add = models_sub.add_parser("add", help="register a model version (a LoRA adapter on a base model)",
-                                description="Defaults come from the adapter's training run (RUN_DIR/config.json "
-                                "beside RUN_DIR/adapter), else from the settings.")
+    add = models_sub.add_parser(
+        "add",
+        help="register a model version (a LoRA adapter on a base model)",
+        description="Defaults come from the adapter's training run (RUN_DIR/config.json "
+        "beside RUN_DIR/adapter), else from the settings.",
+    )
     add.add_argument("name", help="the version's name, shown in the app")
     add.add_argument("--adapter", metavar="DIR", help="a peft LoRA adapter folder (e.g. runs/RUN/adapter)")
-    add.add_argument("--base", help="base model: 'smollm2' or a Hugging Face folder; with engine openai the "
-                     "base's served name (default: the training run's, else settings)")
+    add.add_argument(
+        "--base",
+        help="base model: 'smollm2' or a Hugging Face folder; with engine openai the "
+        "base's served name (default: the training run's, else settings)",
+    )
     add.add_argument("--metrics", metavar="RESULTS.json", help="`longread eval` results to keep with it")
     add.add_argument("--template", help="template set it was trained on (default: the run's, else settings)")
     add.add_argument("--chunk-tokens", type=int, help="chunk size it was trained for (default: the run's)")

@@ -123,11 +123,17 @@ def _follow(settings: Settings, command: str, ids: list[int]) -> tuple[list[Read
                 time.sleep(POLL_S)
     except KeyboardInterrupt:
         if fell_back:  # this process was (or was about to be) the reader: nobody reads on until a worker runs
-            print(f"\nlongread {command}: stopped; the reading keeps its checkpoints and a server's worker reads on "
-                  f"from the last one once one runs (`longread checkpoints {ids[0]}` shows how far)", file=sys.stderr)
+            print(
+                f"\nlongread {command}: stopped; the reading keeps its checkpoints and a server's worker reads on "
+                f"from the last one once one runs (`longread checkpoints {ids[0]}` shows how far)",
+                file=sys.stderr,
+            )
         else:
-            print(f"\nlongread {command}: stopped following; the server reads on (`longread checkpoints {ids[0]}` "
-                  f"shows how far, `longread cancel {ids[0]}` stops it)", file=sys.stderr)
+            print(
+                f"\nlongread {command}: stopped following; the server reads on (`longread checkpoints {ids[0]}` "
+                f"shows how far, `longread cancel {ids[0]}` stops it)",
+                file=sys.stderr,
+            )
         return None
     read = max((v.progress.reading_s or 0.0) for v in views)
     waited = max((v.progress.waiting_s or 0.0) for v in views)
@@ -233,8 +239,11 @@ def cmd_readings(settings: Settings, args: argparse.Namespace) -> int:
         steps = f"{len(r.checkpoints)}/{r.total_chunks}" if r.total_chunks else str(len(r.checkpoints))
         answer = " ".join((r.answer or "").split())
         branch = f" branch of #{r.parent_reading_id} at step {r.branched_at_step}" if r.parent_reading_id else ""
-        print(f"#{r.id} {r.status} ({steps} chunks){branch} Q: {' '.join(r.question.split())}"
-              + (f"\n   A: {answer}" if answer else "") + (f"\n   error: {r.error}" if r.error else ""))
+        print(
+            f"#{r.id} {r.status} ({steps} chunks){branch} Q: {' '.join(r.question.split())}"
+            + (f"\n   A: {answer}" if answer else "")
+            + (f"\n   error: {r.error}" if r.error else "")
+        )
     return 0
 
 
@@ -339,8 +348,11 @@ def cmd_feedback(settings: Settings, args: argparse.Namespace) -> int:
     reading_id = int(args.target)
     try:
         if args.verdict:
-            views = [feedback.add_feedback(settings, reading_id, args.verdict, args.answer, args.comment,
-                                           user=local_admin(settings))]
+            views = [
+                feedback.add_feedback(
+                    settings, reading_id, args.verdict, args.answer, args.comment, user=local_admin(settings)
+                )
+            ]
         elif args.answer or args.comment:
             raise SystemExit("longread feedback: --answer and --comment go with --verdict correct|incorrect")
         else:
@@ -366,17 +378,27 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ingest.add_argument("file", help="a PDF, DOCX, EPUB, HTML, Markdown or text file")
     ingest.set_defaults(func=cmd_ingest)
     ask = sub.add_parser(
-        "ask", help="read a document and print the answers: by the running server's worker, else in this process",
+        "ask",
+        help="read a document and print the answers: by the running server's worker, else in this process",
         description="With a worker of this database alive (`longread serve`), the questions go to its queue and "
         "this command follows the reading there; with none, it reads here. Stderr says which, and shows chunk "
-        "k of K with an ETA when it is a terminal.")
+        "k of K with an ETA when it is a terminal.",
+    )
     ask.add_argument("document", metavar="FILE_OR_DOCUMENT_ID", help="a file to upload first, or a document's id")
-    ask.add_argument("-q", "--question", action="append", required=True,
-                     help="a question (repeat for several: they are read in one pass)")
+    ask.add_argument(
+        "-q",
+        "--question",
+        action="append",
+        required=True,
+        help="a question (repeat for several: they are read in one pass)",
+    )
     ask.add_argument("--chunk-tokens", type=int, help="tokens per chunk the agent reads (default: settings)")
     ask.add_argument("--memory-tokens", type=int, help="at most this many tokens of memory (default: settings)")
-    ask.add_argument("--in-process", action="store_true",
-                     help="read here even when a server's worker is running (starts this process's own model)")
+    ask.add_argument(
+        "--in-process",
+        action="store_true",
+        help="read here even when a server's worker is running (starts this process's own model)",
+    )
     ask.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     ask.set_defaults(func=cmd_ask)
     rd = sub.add_parser("readings", help="a document's readings, newest first: status, question, answer")
@@ -388,10 +410,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     cp.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     cp.add_argument("--with-chunks", action="store_true", help="add the text of the chunk each step read")
     cp.set_defaults(func=cmd_checkpoints)
-    ed = sub.add_parser("edit", help="edit the memory at a step and resume from it: a new branch, read here",
-                        description="Makes a branch of the reading: it shares steps 1..K-1, has MEMORY as step K "
-                        "and reads on from chunk K+1 to a new answer, in this process as `ask` does. The original "
-                        "reading never changes; editing the last step only re-answers.")
+    ed = sub.add_parser(
+        "edit",
+        help="edit the memory at a step and resume from it: a new branch, read here",
+        description="Makes a branch of the reading: it shares steps 1..K-1, has MEMORY as step K "
+        "and reads on from chunk K+1 to a new answer, in this process as `ask` does. The original "
+        "reading never changes; editing the last step only re-answers.",
+    )
     ed.add_argument("reading", metavar="READING_ID", help="the reading to branch from")
     ed.add_argument("--step", type=int, required=True, metavar="K", help="the step (1-based) whose memory to replace")
     ed.add_argument("--memory", required=True, metavar="TEXT", help="the new memory at step K")
@@ -419,7 +444,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     fb.add_argument("--verdict", choices=["correct", "incorrect"], help="judge the answer (without it: list verdicts)")
     fb.add_argument("--answer", help="the right answer (for incorrect: what the model should have said)")
     fb.add_argument("--comment", help="a note on the answer, kept with the verdict")
-    fb.add_argument("--with-text", action="store_true",
-                    help="with `export`: add each document's whole text (document_text), so training needs no database")
+    fb.add_argument(
+        "--with-text",
+        action="store_true",
+        help="with `export`: add each document's whole text (document_text), so training needs no database",
+    )
     fb.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     fb.set_defaults(func=cmd_feedback)

@@ -61,11 +61,19 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     out.add_argument("--json", action="store_true", help="print the review as one JSON object on stdout")
     out.add_argument("--csv", action="store_true", help="print the table as CSV (a header line first)")
     out.add_argument("--markdown", action="store_true", help="print the table as a Markdown document")
-    p.add_argument("--only", default="All", choices=["All", "Yes", "No", "Found", "Not found"],
-                   help="print only these rows: answered Yes or No, with evidence found or not (default All)")
+    p.add_argument(
+        "--only",
+        default="All",
+        choices=["All", "Yes", "No", "Found", "Not found"],
+        help="print only these rows: answered Yes or No, with evidence found or not (default All)",
+    )
     p.add_argument("--chunk-tokens", type=int, help="tokens per chunk (default: the model's or the settings')")
-    p.add_argument("--memory-tokens", type=int,
-                   help="the memory's length cap in tokens (default: the model's or the settings')")
-    p.add_argument("--in-process", action="store_true",
-                   help="read here even when a server's worker is running (starts this process's own model)")
+    p.add_argument(
+        "--memory-tokens", type=int, help="the memory's length cap in tokens (default: the model's or the settings')"
+    )
+    p.add_argument(
+        "--in-process",
+        action="store_true",
+        help="read here even when a server's worker is running (starts this process's own model)",
+    )
     p.set_defaults(func=cmd_review)

@@ -27,8 +27,20 @@ def worker_command(loglevel: str = "INFO", training: bool = False) -> list[str]:
     a child that dies with it (worker/training_worker.py)."""
     app, queue = ("worker.training_worker", "training") if training else ("worker.celery_app", "longread")
     node = ["--hostname=training@%h"] if training else []  # two workers on one host need two node names
-    return [sys.executable, "-m", "celery", "-A", app, "worker", "--pool=solo", f"--queues={queue}", *node,
-            f"--loglevel={loglevel}", "--without-gossip", "--without-mingle"]
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        app,
+        "worker",
+        "--pool=solo",
+        f"--queues={queue}",
+        *node,
+        f"--loglevel={loglevel}",
+        "--without-gossip",
+        "--without-mingle",
+    ]
 
 
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
@@ -54,8 +66,9 @@ def _announce_health(settings: Settings, url: str, stopping: threading.Event, po
         if h is not None and not (said is None and h.engine_state == "none"):
             key = (h.engine_state, h.detail)
             if key != said:
-                print(f"Longread is ready at {url}: {h.summary()}" if h.ready else f"longread: {h.summary()}",
-                      flush=True)
+                print(
+                    f"Longread is ready at {url}: {h.summary()}" if h.ready else f"longread: {h.summary()}", flush=True
+                )
                 said = key
 
 
@@ -100,8 +113,13 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         # Open connections (a browser tab's event streams) get this long to finish once asked to stop;
         # without a bound, an open tab kept `serve` from stopping for good.
         logging.getLogger("uvicorn.error").addFilter(_NoShutdownTracebacks())
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning",
-                    timeout_graceful_shutdown=settings.shutdown_timeout_s)
+        uvicorn.run(
+            app,
+            host=settings.host,
+            port=settings.port,
+            log_level="warning",
+            timeout_graceful_shutdown=settings.shutdown_timeout_s,
+        )
     finally:
         stopping.set()
         for supervisor in supervisors:
@@ -116,7 +134,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     serve.set_defaults(func=cmd_serve)
     worker = sub.add_parser("worker", help="run a Celery worker that reads documents (or, --training, runs training)")
     worker.add_argument("--loglevel", default="INFO", help="Celery's log level: DEBUG, INFO, WARNING, ERROR")
-    worker.add_argument("--training", action="store_true",
-                        help="run training runs and their evaluations (queue `training`), one at a time, instead")
+    worker.add_argument(
+        "--training",
+        action="store_true",
+        help="run training runs and their evaluations (queue `training`), one at a time, instead",
+    )
     worker.set_defaults(func=cmd_worker)
     sub.add_parser("migrate", help="bring the database schema up to date").set_defaults(func=cmd_migrate)

@@ -34,11 +34,19 @@ def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
 
     run_dir = Path(args.resume or args.run_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
     with Progress("step") as progress:
-        train(config, run_dir, model_folder(config.model, cache_dir=settings.model_cache_dir),
-              resume=bool(args.resume), max_steps=args.max_steps,
-              stop_file=Path(args.stop_file) if args.stop_file else None,
-              max_minutes=args.max_minutes, documents=lookup, vllm_python=settings.vllm_python,
-              log=lambda line: progress.write(line, sys.stdout), progress=progress.update)
+        train(
+            config,
+            run_dir,
+            model_folder(config.model, cache_dir=settings.model_cache_dir),
+            resume=bool(args.resume),
+            max_steps=args.max_steps,
+            stop_file=Path(args.stop_file) if args.stop_file else None,
+            max_minutes=args.max_minutes,
+            documents=lookup,
+            vllm_python=settings.vllm_python,
+            log=lambda line: progress.write(line, sys.stdout),
+            progress=progress.update,
+        )
     return 0
 
 
@@ -52,12 +60,15 @@ def _queue_training(settings: Settings, config, args: argparse.Namespace) -> int
         )
     migrate_db(settings)
     try:
-        run = training_runs.queue_config(settings, config, name=args.name or Path(args.config).stem,
-                                         user=local_admin(settings))
+        run = training_runs.queue_config(
+            settings, config, name=args.name or Path(args.config).stem, user=local_admin(settings)
+        )
     except training_runs.RunError as exc:
         raise SystemExit(f"longread train: {exc}") from None
-    print(f"run {run.id} {run.name!r} queued ({run.total_steps} steps) in {run.run_dir}; "
-          f"`longread runs` shows it, a training worker (`longread worker --training`) runs it")
+    print(
+        f"run {run.id} {run.name!r} queued ({run.total_steps} steps) in {run.run_dir}; "
+        f"`longread runs` shows it, a training worker (`longread worker --training`) runs it"
+    )
     return 0
 
 
@@ -131,16 +142,28 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--run-dir", help="where the run writes (default runs/DATE-TIME)")
     train.add_argument("--resume", metavar="RUN_DIR", help="continue this run from its last checkpoint")
     train.add_argument("--max-steps", type=int, help="stop after this many more steps (resume later)")
-    train.add_argument("--stop-file", metavar="PATH", help="between steps, if this file exists: save a checkpoint "
-                       "and stop (resume later)")
-    train.add_argument("--max-minutes", type=float, help="after this many minutes, save a checkpoint after the step "
-                       "under way and stop (resume later)")
-    train.add_argument("--queue", action="store_true", help="do not train here: queue the run for a training "
-                       "worker, as the app does (`longread runs` lists it)")
+    train.add_argument(
+        "--stop-file",
+        metavar="PATH",
+        help="between steps, if this file exists: save a checkpoint and stop (resume later)",
+    )
+    train.add_argument(
+        "--max-minutes",
+        type=float,
+        help="after this many minutes, save a checkpoint after the step under way and stop (resume later)",
+    )
+    train.add_argument(
+        "--queue",
+        action="store_true",
+        help="do not train here: queue the run for a training worker, as the app does (`longread runs` lists it)",
+    )
     train.add_argument("--name", help="with --queue: the run's name (default: the config file's name)")
     train.set_defaults(func=cmd_train)
-    runs = sub.add_parser("runs", help="training runs of the app: list, cancel, resume, evaluate, promote",
-                          description="Without a subcommand: list the runs, newest first.")
+    runs = sub.add_parser(
+        "runs",
+        help="training runs of the app: list, cancel, resume, evaluate, promote",
+        description="Without a subcommand: list the runs, newest first.",
+    )
     runs.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     runs.set_defaults(func=cmd_runs, runs_command=None)
     runs_sub = runs.add_subparsers(dest="runs_command")

@@ -54,8 +54,10 @@ def cmd_users(settings: Settings, args: argparse.Namespace) -> int:
             else:
                 for u in listed:
                     state = "disabled" if u.disabled else "active"
-                    print(f"{u.id:>4}  {u.username:<24} {u.role:<7} {state}"
-                          + ("" if u.has_password else "  (no password: cannot sign in)"))
+                    print(
+                        f"{u.id:>4}  {u.username:<24} {u.role:<7} {state}"
+                        + ("" if u.has_password else "  (no password: cannot sign in)")
+                    )
     except (users.UserError, NotFound) as exc:
         raise SystemExit(f"longread users: {exc}") from None
     return 0
@@ -63,9 +65,12 @@ def cmd_users(settings: Settings, args: argparse.Namespace) -> int:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """users"""
-    us = sub.add_parser("users", help="users: list, add, set-role, set-password, disable, enable",
-                        description="Without a subcommand: list users. Passwords are read from standard input "
-                        "(asked for without echo on a terminal).")
+    us = sub.add_parser(
+        "users",
+        help="users: list, add, set-role, set-password, disable, enable",
+        description="Without a subcommand: list users. Passwords are read from standard input "
+        "(asked for without echo on a terminal).",
+    )
     us.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     us.set_defaults(func=cmd_users, users_command=None)
     us_sub = us.add_subparsers(dest="users_command")
@@ -73,8 +78,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_sub_json(us_list)
     us_add = us_sub.add_parser("add", help="add a user; the password is read from standard input")
     us_add.add_argument("name", help="the user's sign-in name")
-    us_add.add_argument("--role", choices=["reader", "admin"], default="reader",
-                        help="reader (their own documents) or admin (every document, training, users); default reader")
+    us_add.add_argument(
+        "--role",
+        choices=["reader", "admin"],
+        default="reader",
+        help="reader (their own documents) or admin (every document, training, users); default reader",
+    )
     us_role = us_sub.add_parser("set-role", help="make a user a reader or an admin")
     us_role.add_argument("name", help="the user's sign-in name")
     us_role.add_argument("role", choices=["reader", "admin"], help="the new role")

@@ -41,10 +41,13 @@ def page_of(page_starts: list[int], char_offset: int) -> int:
 # A chapter-like heading in plain text (and in a plain DOCX, EPUB or HTML paragraph: app/documents/rich.py):
 # a paragraph of one short line such as "Chapter 3", "LETTER IV", "Part First.", "Chapter I. The Bertolini",
 # "ARTICLE 7 - TERM", "PREFACE", "12. GOVERNING LAW" or a lone Roman numeral ("IV.").
-_NUMBER = r"(?:\d{1,4}|[IVXLCivxlc]{1,8}|(?i:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|" \
-          r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve))"
+_NUMBER = (
+    r"(?:\d{1,4}|[IVXLCivxlc]{1,8}|(?i:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|"
+    r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve))"
+)
 TXT_HEADING = re.compile(
-    r"(?i:chapter|letter|part|book|volume|section|article|act|scene|stave|canto)[ \t]+" + _NUMBER
+    r"(?i:chapter|letter|part|book|volume|section|article|act|scene|stave|canto)[ \t]+"
+    + _NUMBER
     + r"\.?(?:[ \t]*[-:.\u2013\u2014]?[ \t]+\S.{0,80})?"
     r"|(?i:prologue|epilogue|preface|foreword|introduction|appendix|conclusion|contents)\.?"
     r"|[IVXLC]{1,8}\.?"
@@ -57,5 +60,6 @@ MAX_HEADING_CHARS = 120
 def is_heading(paragraph: str) -> bool:
     """Whether a paragraph is a chapter-like heading (TXT_HEADING) that starts a section: in plain text, and in
     a plain DOCX, EPUB or HTML paragraph (app/documents/rich.py)."""
-    return (len(paragraph) <= MAX_HEADING_CHARS and "\n" not in paragraph
-            and TXT_HEADING.fullmatch(paragraph) is not None)
+    return (
+        len(paragraph) <= MAX_HEADING_CHARS and "\n" not in paragraph and TXT_HEADING.fullmatch(paragraph) is not None
+    )

@@ -137,8 +137,16 @@ def decode_text(data: bytes, strict_tail: bool = True) -> str:
 
 
 # What zipfile raises on damaged archives (a corrupt header can claim an unsupported zip version).
-_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, NotImplementedError, ValueError, OSError,
-               EOFError, RuntimeError)
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    NotImplementedError,
+    ValueError,
+    OSError,
+    EOFError,
+    RuntimeError,
+)
 
 
 def _zip_format(data: bytes, limits: ZipLimits) -> str:
@@ -157,8 +165,11 @@ def _zip_format(data: bytes, limits: ZipLimits) -> str:
             raise unsupported("an OpenDocument file (save it as DOCX or PDF)")
     if "[Content_Types].xml" in names:
         types = _read_small(archive, "[Content_Types].xml", 1024 * 1024)
-        if b"wordprocessingml.document.main+xml" in types or b"ms-word.document.macroEnabled.main+xml" in types \
-                or b"wordprocessingml.template.main+xml" in types:
+        if (
+            b"wordprocessingml.document.main+xml" in types
+            or b"ms-word.document.macroEnabled.main+xml" in types
+            or b"wordprocessingml.template.main+xml" in types
+        ):
             return "docx"
         if b"spreadsheetml" in types:
             raise unsupported("a spreadsheet (XLSX)")
@@ -170,18 +181,24 @@ def _zip_format(data: bytes, limits: ZipLimits) -> str:
 def check_zip(infos: list[zipfile.ZipInfo], limits: ZipLimits = ZIP_LIMITS) -> None:
     """Refuse archives that could exhaust memory or time when unpacked."""
     if len(infos) > limits.max_entries:
-        raise ParseError(f"the file is a ZIP container with {len(infos):,} entries, more than the "
-                         f"{limits.max_entries:,} a document may have")
+        raise ParseError(
+            f"the file is a ZIP container with {len(infos):,} entries, more than the "
+            f"{limits.max_entries:,} a document may have"
+        )
     total = sum(i.file_size for i in infos)
     if total > limits.max_total_bytes:
-        raise ParseError(f"the file would unpack to {total / 2**20:,.0f} MiB, more than the "
-                         f"{limits.max_total_bytes / 2**20:,.0f} MiB limit (a ZIP bomb?)")
+        raise ParseError(
+            f"the file would unpack to {total / 2**20:,.0f} MiB, more than the "
+            f"{limits.max_total_bytes / 2**20:,.0f} MiB limit (a ZIP bomb?)"
+        )
     for i in infos:
         if i.flag_bits & 0x1:
             raise ParseError("the document is encrypted (password-protected); upload an unprotected copy")
         if i.file_size > limits.ratio_floor_bytes and i.file_size > limits.max_ratio * max(i.compress_size, 1):
-            raise ParseError(f"the file has an entry that expands {i.file_size / max(i.compress_size, 1):,.0f} "
-                             f"times, more than the {limits.max_ratio} allowed (a ZIP bomb?)")
+            raise ParseError(
+                f"the file has an entry that expands {i.file_size / max(i.compress_size, 1):,.0f} "
+                f"times, more than the {limits.max_ratio} allowed (a ZIP bomb?)"
+            )
 
 
 def _read_small(archive: zipfile.ZipFile, name: str, limit: int) -> bytes:

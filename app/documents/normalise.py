@@ -25,10 +25,23 @@ _LINE_BREAKS = re.compile(r"\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _SOFT_HYPHEN_BREAK = re.compile(r"\u00ad[ \t]*\n[ \t]*")
 
 _TRANSLATE: dict[int, str | None] = {
-    0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi", 0xFB04: "ffl", 0xFB05: "st", 0xFB06: "st",
+    0xFB00: "ff",
+    0xFB01: "fi",
+    0xFB02: "fl",
+    0xFB03: "ffi",
+    0xFB04: "ffl",
+    0xFB05: "st",
+    0xFB06: "st",
     0x00AD: None,  # soft hyphen (line-end ones were handled before)
-    0x200B: None, 0x2060: None, 0xFEFF: None,  # zero-width space, word joiner, stray BOM
-    0x00A0: " ", 0x1680: " ", 0x202F: " ", 0x205F: " ", 0x3000: " ", 0x09: " ",
+    0x200B: None,
+    0x2060: None,
+    0xFEFF: None,  # zero-width space, word joiner, stray BOM
+    0x00A0: " ",
+    0x1680: " ",
+    0x202F: " ",
+    0x205F: " ",
+    0x3000: " ",
+    0x09: " ",
     **{cp: " " for cp in range(0x2000, 0x200B)},
     # other C0/C1 controls carry no text (\n is kept: it is the line end)
     **{cp: None for cp in [*range(0x00, 0x09), *range(0x0E, 0x1C), 0x1F, 0x7F, *range(0x80, 0xA0)]},

@@ -119,8 +119,16 @@ def render_png(src: Path, page: int, scale: float = SCALE, highlight: str | None
     return out.getvalue()
 
 
-def render_untrusted(src: Path, page: int, dest: Path, scale: float = SCALE, timeout_s: float = 30.0,
-                     memory_mb: int = 1024, cpu_s: int = 20, highlight: str | None = None) -> None:
+def render_untrusted(
+    src: Path,
+    page: int,
+    dest: Path,
+    scale: float = SCALE,
+    timeout_s: float = 30.0,
+    memory_mb: int = 1024,
+    cpu_s: int = 20,
+    highlight: str | None = None,
+) -> None:
     """Render page `page` of the PDF at `src` (with the passage `highlight` marked) into the PNG file `dest`
     in a limited child process; the file appears whole (written aside, then renamed) or not at all."""
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -19,8 +19,9 @@ from app.documents.base import TXT_HEADING, ParsedDocument, ParseError, is_headi
 from app.documents.detect import ZIP_LIMITS, ZipLimits, decode_text, detect_format  # noqa: F401
 from app.documents.normalise import TextBuilder, normalise
 
-NO_TEXT_PDF = ("the PDF has no text layer (a scan or image-only PDF?); OCR is not supported, "
-               "upload a PDF with selectable text")
+NO_TEXT_PDF = (
+    "the PDF has no text layer (a scan or image-only PDF?); OCR is not supported, upload a PDF with selectable text"
+)
 FORMAT_NAMES = {"pdf": "PDF", "docx": "DOCX", "epub": "EPUB", "html": "HTML", "md": "Markdown", "txt": "text"}
 
 
@@ -50,8 +51,6 @@ def parse(data: bytes, limits: ZipLimits = ZIP_LIMITS) -> ParsedDocument:
     if not parsed.text.strip():
         raise ParseError(NO_TEXT_PDF if fmt == "pdf" else "no text could be extracted: the file has no readable text")
     return parsed
-
-
 
 
 def parse_txt(data: bytes) -> ParsedDocument:
@@ -98,8 +97,19 @@ def _parse_pdf(data: bytes) -> ParsedDocument:
         raise ParseError(f"the PDF contains a stream too large to decompress (a PDF bomb?): {exc}") from exc
     except RecursionError as exc:
         raise ParseError("the PDF is damaged or unreadable: its structure nests too deeply") from exc
-    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, AssertionError,
-            ZeroDivisionError, OverflowError, UnicodeError, OSError) as exc:
+    except (
+        PyPdfError,
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        AssertionError,
+        ZeroDivisionError,
+        OverflowError,
+        UnicodeError,
+        OSError,
+    ) as exc:
         raise ParseError(f"the PDF is damaged or unreadable: {exc}"[:500]) from exc
     text, starts, page_labels = b.result()
     if n_pages == 0:

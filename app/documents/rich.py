@@ -84,8 +84,9 @@ def parse_rich(fmt: str, data: bytes) -> ParsedDocument:
     elif fmt == "docx":
         from unstructured.partition.docx import partition_docx
 
-        elements = partition_docx(file=io.BytesIO(data), languages=[""], include_page_breaks=False,
-                                  infer_table_structure=False)
+        elements = partition_docx(
+            file=io.BytesIO(data), languages=[""], include_page_breaks=False, infer_table_structure=False
+        )
         title = _zip_title(data, "docProps/core.xml")
     elif fmt == "epub":
         elements = _partition_epub(data)
@@ -142,8 +143,13 @@ def _bold_heading(el: object, text: str) -> bool:
     if not bold or _SPACE.sub("", bold) != _SPACE.sub("", text):
         return False
     words = len(text.split())
-    return (len(text) <= MAX_LABEL and "\n" not in text and words <= 12 and text[-1] not in ",;:"
-            and (text[-1] not in ".!?" or words <= 5))
+    return (
+        len(text) <= MAX_LABEL
+        and "\n" not in text
+        and words <= 12
+        and text[-1] not in ",;:"
+        and (text[-1] not in ".!?" or words <= 5)
+    )
 
 
 def clean_title(title: str | None) -> str | None:

@@ -86,11 +86,17 @@ class _Zygote:
 
         self.stop_unlocked()
         self._dir = tempfile.mkdtemp(prefix="longread-parse-")
-        env = {**os.environ, **OFFLINE_ENV,
-               "PYTHONPATH": os.pathsep.join(p for p in (str(_ROOT), os.environ.get("PYTHONPATH")) if p)}
+        env = {
+            **os.environ,
+            **OFFLINE_ENV,
+            "PYTHONPATH": os.pathsep.join(p for p in (str(_ROOT), os.environ.get("PYTHONPATH")) if p),
+        }
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "app.documents.sandbox", self.socket_path],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env, cwd=str(_ROOT),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=str(_ROOT),
         )
         assert self._proc.stdout is not None
         ready, _, _ = select.select([self._proc.stdout], [], [], 120)

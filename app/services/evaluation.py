@@ -49,10 +49,19 @@ class Reader:
     label: str
 
 
-def reader(settings: Settings, *, model: str | None = None, adapter: str | None = None, engine: str | None = None,
-           openai_url: str | None = None, openai_model: str | None = None, chunk_tokens: int | None = None,
-           memory_tokens: int | None = None, answer_tokens: int | None = None,
-           template_set: str | None = None) -> Reader:
+def reader(
+    settings: Settings,
+    *,
+    model: str | None = None,
+    adapter: str | None = None,
+    engine: str | None = None,
+    openai_url: str | None = None,
+    openai_model: str | None = None,
+    chunk_tokens: int | None = None,
+    memory_tokens: int | None = None,
+    answer_tokens: int | None = None,
+    template_set: str | None = None,
+) -> Reader:
     """The reader the app serves now (the active model version on its engine, with the sizes a new reading
     gets), or the model, adapter or server named instead; sizes and template given here win."""
     updates: dict[str, Any] = {}
@@ -62,8 +71,9 @@ def reader(settings: Settings, *, model: str | None = None, adapter: str | None 
         updates["model"] = model
     if openai_url:
         if adapter:
-            raise EvalError("--adapter merges into a local model; a served model (--openai-url) must be served "
-                            "with its adapter")
+            raise EvalError(
+                "--adapter merges into a local model; a served model (--openai-url) must be served with its adapter"
+            )
         updates.update(engine="openai", openai_base_url=openai_url)
     if openai_model:
         updates["openai_model"] = openai_model
@@ -73,12 +83,14 @@ def reader(settings: Settings, *, model: str | None = None, adapter: str | None 
             version = active_version(s)
             served = serving_settings(settings, version)
             label = version.name if version else settings.model
-            config = reading_config(settings, version, chunk_tokens, memory_tokens, answer_tokens=answer_tokens,
-                                    template_set=template_set)
+            config = reading_config(
+                settings, version, chunk_tokens, memory_tokens, answer_tokens=answer_tokens, template_set=template_set
+            )
     else:
         served = settings
-        config = reading_config(settings, None, chunk_tokens, memory_tokens, answer_tokens=answer_tokens,
-                                template_set=template_set)
+        config = reading_config(
+            settings, None, chunk_tokens, memory_tokens, answer_tokens=answer_tokens, template_set=template_set
+        )
         chosen = updates.get("model", settings.model)
         label = f"served {openai_model or ''} at {openai_url}".replace("  ", " ") if openai_url else chosen
         if adapter:
@@ -98,8 +110,12 @@ def uploaded_text(document: EvalDocument) -> str:
         raise EvalError(f"{document.filename}: {exc}") from None
 
 
-def read_documents(agent: MemoryAgent, documents: Sequence[EvalDocument], batch: int | None = None,
-                   log: Callable[[str], None] | None = None) -> list[ev.CaseResult]:
+def read_documents(
+    agent: MemoryAgent,
+    documents: Sequence[EvalDocument],
+    batch: int | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list[ev.CaseResult]:
     """Each document as uploaded, all its questions read together (at most `batch` at once when given), then
     scored; results document by document, questions in their order."""
     results: list[ev.CaseResult] = []
@@ -109,8 +125,10 @@ def read_documents(agent: MemoryAgent, documents: Sequence[EvalDocument], batch:
         tasks = [replace(t, document=text, doc_tokens=tokens) for t in doc.tasks]
         results += ev.evaluate(agent, tasks, doc.suite, group_of, batch or max(1, len(tasks)))
         if log:
-            log(f"{doc.suite}: {n}/{len(documents)} documents read ({doc.id}, {len(tasks)} questions, "
-                f"{tokens:,} tokens)")
+            log(
+                f"{doc.suite}: {n}/{len(documents)} documents read ({doc.id}, {len(tasks)} questions, "
+                f"{tokens:,} tokens)"
+            )
     return results
 
 
@@ -123,11 +141,21 @@ def _config(r: Reader, agent: MemoryAgent, **extra: Any) -> dict[str, Any]:
             "shift_tokens": agent.shift_tokens, **extra}  # fmt: skip
 
 
-def evaluate_suites(r: Reader, suites: Sequence[str], split: EvalSplit, out_dir: Path | None = None,
-                    limit: int | None = None, shift_tokens: int = 0, lengths: Sequence[int | None] | None = None,
-                    n: int = 16, kinds: Sequence[str] = ("single-needle",), batch: int | None = None,
-                    categories: Sequence[str] | None = None, track: bool = True,
-                    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)) -> dict[str, Any]:
+def evaluate_suites(
+    r: Reader,
+    suites: Sequence[str],
+    split: EvalSplit,
+    out_dir: Path | None = None,
+    limit: int | None = None,
+    shift_tokens: int = 0,
+    lengths: Sequence[int | None] | None = None,
+    n: int = 16,
+    kinds: Sequence[str] = ("single-needle",),
+    batch: int | None = None,
+    categories: Sequence[str] | None = None,
+    track: bool = True,
+    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+) -> dict[str, Any]:
     """Read the suites' documents of one split as uploads and score them: results.json (every case and
     memory), table.md (per row and per suite, with where the misses happened) and plot.png in `out_dir`, and
     the scores in the experiment tracker (`track`). `categories`: ask only the contract and clause questions
@@ -167,8 +195,9 @@ def evaluate_suites(r: Reader, suites: Sequence[str], split: EvalSplit, out_dir:
     return out
 
 
-def evaluate_cases(r: Reader, cases: Path, out_dir: Path | None = None, shift_tokens: int = 0,
-                   batch: int | None = None) -> list[ev.CaseResult]:
+def evaluate_cases(
+    r: Reader, cases: Path, out_dir: Path | None = None, shift_tokens: int = 0, batch: int | None = None
+) -> list[ev.CaseResult]:
     """A person's cases file (any format an upload accepts; `training.suites.cases_documents`), read as uploads:
     the results in the file's order, written to `out_dir` (results.json, table.md, plot.png) when given."""
     documents = cases_documents(Path(cases))  # checks the file before an engine starts
@@ -176,7 +205,11 @@ def evaluate_cases(r: Reader, cases: Path, out_dir: Path | None = None, shift_to
     results = read_documents(agent, documents, batch)
     results.sort(key=lambda c: int(c.task_id.removeprefix("case-")))
     if out_dir is not None:
-        out = {"config": _config(r, agent, cases=str(cases)), "summary": ev.summarize(results),
-               "suites": ev.suite_summary(results), "cases": [asdict(c) for c in results]}
+        out = {
+            "config": _config(r, agent, cases=str(cases)),
+            "summary": ev.summarize(results),
+            "suites": ev.suite_summary(results),
+            "cases": [asdict(c) for c in results],
+        }
         ev.write(out, Path(out_dir))
     return results

@@ -77,8 +77,14 @@ def _text(value: str | None, name: str, limit: int) -> str | None:
     return value or None
 
 
-def record_feedback(session: Session, reading_id: int, verdict: str, corrected_answer: str | None = None,
-                    comment: str | None = None, user: UserView | None = None) -> Feedback:
+def record_feedback(
+    session: Session,
+    reading_id: int,
+    verdict: str,
+    corrected_answer: str | None = None,
+    comment: str | None = None,
+    user: UserView | None = None,
+) -> Feedback:
     """A new verdict on a finished reading's answer (flushed, not committed)."""
     if verdict not in VERDICTS:
         raise FeedbackError(f"verdict must be one of {', '.join(VERDICTS)} (got {verdict!r})")
@@ -96,8 +102,15 @@ def record_feedback(session: Session, reading_id: int, verdict: str, corrected_a
 # --- the use cases ---------------------------------------------------------------------------------
 
 
-def add_feedback(settings: Settings, reading_id: int, verdict: str, corrected_answer: str | None = None,
-                 comment: str | None = None, *, user: UserView | None = None) -> FeedbackView:
+def add_feedback(
+    settings: Settings,
+    reading_id: int,
+    verdict: str,
+    corrected_answer: str | None = None,
+    comment: str | None = None,
+    *,
+    user: UserView | None = None,
+) -> FeedbackView:
     """Judge a reading's answer: correct or incorrect, optionally with the right answer and a comment."""
     with session_scope(settings.resolved_database_url) as s:
         actor = resolve_actor(s, settings, user)

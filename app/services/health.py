@@ -62,15 +62,19 @@ class Health:
     def summary(self) -> str:
         """One line of plain text for a person (the page's status line, the terminal)."""
         if self.engine_state == "none":
-            return ("No worker is running: questions wait in the queue and readings in progress are "
-                    "paused until one starts.")
+            return (
+                "No worker is running: questions wait in the queue and readings in progress are "
+                "paused until one starts."
+            )
         workers = f"{self.workers} worker{'s' if self.workers != 1 else ''}"
         if self.engine_state == "ready":
             return f"Ready: the model ({self.engine}) is up ({workers} alive)."
         if self.engine_state == "starting":
             waited = f" for {int(self.starting_for_s)} s" if self.starting_for_s is not None else ""
-            return (f"The model ({self.engine}) is starting{waited}: questions asked now wait in the queue "
-                    "and start as soon as it is up.")
+            return (
+                f"The model ({self.engine}) is starting{waited}: questions asked now wait in the queue "
+                "and start as soon as it is up."
+            )
         # The error's last line is where a log tail ends: what went wrong (the whole tail is in `detail`).
         lines = [line.strip() for line in (self.detail or "").splitlines() if line.strip()]
         return f"The model ({self.engine}) failed to start: {lines[-1] if lines else 'no reason given'}"
@@ -78,9 +82,11 @@ class Health:
 
 def health(session: Session, now: datetime | None = None) -> Health:
     now = now or utcnow()
-    alive = list(session.scalars(
-        select(Worker).where(Worker.heartbeat_at >= now - timedelta(seconds=ALIVE_S)).order_by(Worker.started_at)
-    ))
+    alive = list(
+        session.scalars(
+            select(Worker).where(Worker.heartbeat_at >= now - timedelta(seconds=ALIVE_S)).order_by(Worker.started_at)
+        )
+    )
     if not alive:
         return Health(0, "none", None, None, None)
     for state in ("ready", "starting", "failed"):

@@ -42,9 +42,7 @@ def _build(settings: Settings) -> Engine:
         vllm_extensions=settings.openai_vllm_extensions,
     )
     if settings.engine == "openai":
-        return OpenAIEngine(
-            settings.openai_base_url, tokenizer_for(settings), settings.openai_model or None, **options
-        )
+        return OpenAIEngine(settings.openai_base_url, tokenizer_for(settings), settings.openai_model or None, **options)
     if settings.engine == "vllm-local":
         from inference.vllm_server import VLLMServer
 
@@ -114,4 +112,3 @@ def tokenizer_for(settings: Settings):  # noqa: ANN201
     """The serving model's tokenizer: LONGREAD_TOKENIZER, else the model folder's."""
     source = settings.tokenizer or str(model_folder(base_of(settings.model), cache_dir=settings.model_cache_dir))
     return _tokenizer(source)
-

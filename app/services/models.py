@@ -69,8 +69,10 @@ def register_version(
     if adapter_path is not None:
         adapter_path = Path(adapter_path).expanduser().resolve()
         if not (adapter_path / "adapter_config.json").is_file():
-            raise ModelVersionError(f"{adapter_path} is not a peft LoRA adapter folder (no adapter_config.json)"
-                                    + _adapter_hint(adapter_path))
+            raise ModelVersionError(
+                f"{adapter_path} is not a peft LoRA adapter folder (no adapter_config.json)"
+                + _adapter_hint(adapter_path)
+            )
     if (
         base_model not in (BUNDLED, READER) and Path(base_model).expanduser().is_dir()
     ):  # found from any working directory

@@ -22,8 +22,17 @@ from app.services.sentences import sentences
 from app.services.users import UserView, resolve_actor
 from app.settings import Settings
 
-__all__ = ["SourceView", "Trace", "answer_source", "best_passage", "entered_at", "passage_in_context", "provenance",
-           "sentences", "trace"]
+__all__ = [
+    "SourceView",
+    "Trace",
+    "answer_source",
+    "best_passage",
+    "entered_at",
+    "passage_in_context",
+    "provenance",
+    "sentences",
+    "trace",
+]
 
 #: share of a sentence's words found in another for the two to count as the same
 SAME = 0.7
@@ -35,6 +44,8 @@ _YES_NO = frozenset({"yes", "no", "not", "true", "false", "none"})
 _WORD = re.compile(r"\w+")
 #: a plain ending: "governing", "governed", "governs", and the plural of a short word ("laws", "days")
 _SUFFIX = re.compile(r"(?<=\w{4})(?:ing|ed|es|s)$|(?<=\w{2}[^\Wsiu])s$")
+
+
 def words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text)}
 
@@ -161,8 +172,9 @@ def _trace_answer(memory: list[str], question: str, answer: str | None,
     return out
 
 
-def trace(text: str, chunks: Sequence[tuple[int, int]], memories: Sequence[str], question: str,
-          answer: str | None) -> list[Trace]:
+def trace(
+    text: str, chunks: Sequence[tuple[int, int]], memories: Sequence[str], question: str, answer: str | None
+) -> list[Trace]:
     """Where each sentence of the final memory, then of the answer, came from. `chunks[k - 1]` is the
     character span of the document (`text`) read at step k, `memories[k - 1]` the memory written there."""
     memory, split = _final_sentences(memories), _split(memories)
@@ -170,8 +182,9 @@ def trace(text: str, chunks: Sequence[tuple[int, int]], memories: Sequence[str],
     return out + _trace_answer(memory, question, answer, out.__getitem__)
 
 
-def answer_source(text: str, chunks: Sequence[tuple[int, int]], memories: Sequence[str], question: str,
-                  answer: str | None) -> Trace | None:
+def answer_source(
+    text: str, chunks: Sequence[tuple[int, int]], memories: Sequence[str], question: str, answer: str | None
+) -> Trace | None:
     """The passage the answer came from, as `trace` finds it: of its sentences' passages, the one that
     holds most of its memory sentence; None without an answer, or when no memory sentence held it. The
     one place that says which passage supports an answer (the contract review's rows use it too); traces
@@ -225,8 +238,9 @@ def provenance(settings: Settings, reading_id: int, *, user: UserView | None = N
     return out
 
 
-def passage_in_context(settings: Settings, reading_id: int, start: int, end: int,
-                       margin: int = 600, *, user: UserView | None = None) -> tuple[str, str, str]:
+def passage_in_context(
+    settings: Settings, reading_id: int, start: int, end: int, margin: int = 600, *, user: UserView | None = None
+) -> tuple[str, str, str]:
     """The passage text[start:end] of the reading's document with up to `margin` characters either side:
     (before, passage, after), for showing it highlighted in place."""
     with session_scope(settings.resolved_database_url) as s:

@@ -11,9 +11,15 @@ from app.settings import Settings
 from inference.agent import AgentConfig
 
 
-def reading_config(settings: Settings, version: ModelVersion | None, chunk_tokens: int | None = None,
-                   memory_tokens: int | None = None, *, answer_tokens: int | None = None,
-                   template_set: str | None = None) -> AgentConfig:
+def reading_config(
+    settings: Settings,
+    version: ModelVersion | None,
+    chunk_tokens: int | None = None,
+    memory_tokens: int | None = None,
+    *,
+    answer_tokens: int | None = None,
+    template_set: str | None = None,
+) -> AgentConfig:
     """The sizes and template a new reading gets: those asked for, else the model version's (None: the
     settings' model; a version's size left None is the settings'), else the settings'. A version has no answer
     size of its own. AgentConfig validates the template set."""

@@ -138,8 +138,14 @@ def retry_reading(session: Session, reading_id: int, user: UserView | None = Non
     return r
 
 
-def branch_reading(session: Session, reading_id: int, step: int, memory: str, edited_by: str | None = None,
-                   user: UserView | None = None) -> Reading:
+def branch_reading(
+    session: Session,
+    reading_id: int,
+    step: int,
+    memory: str,
+    edited_by: str | None = None,
+    user: UserView | None = None,
+) -> Reading:
     """A new queued reading that shares `reading_id`'s steps before `step`, has `memory` as its own
     checkpoint at `step` (origin `edited`) and reads on from the next chunk (flushed, not committed).
     The original and its checkpoints are not touched; editing the last step only re-answers."""
@@ -212,13 +218,22 @@ def list_readings(session: Session, document_id: int, user: UserView | None = No
 # --- the use cases: one transaction each, enqueued after the commit ---------------------------------
 
 
-def ask(settings: Settings, document_id: int, questions: list[str], chunk_tokens: int | None = None,
-        memory_tokens: int | None = None, *, enqueue: bool = True, user: UserView | None = None) -> list[ReadingView]:
+def ask(
+    settings: Settings,
+    document_id: int,
+    questions: list[str],
+    chunk_tokens: int | None = None,
+    memory_tokens: int | None = None,
+    *,
+    enqueue: bool = True,
+    user: UserView | None = None,
+) -> list[ReadingView]:
     """Ask questions of a document: one reading each, committed, then a worker asked to read them
     (`enqueue=False`: the caller reads them itself, as `longread ask` does)."""
     with session_scope(settings.resolved_database_url) as s:
-        rs = create_readings(s, settings, document_id, questions, chunk_tokens, memory_tokens,
-                             resolve_actor(s, settings, user))
+        rs = create_readings(
+            s, settings, document_id, questions, chunk_tokens, memory_tokens, resolve_actor(s, settings, user)
+        )
         views = [reading_view(r, settings.stale_after_s) for r in rs]
     # Committed before enqueueing, so the worker always finds the readings.
     if enqueue:
@@ -241,8 +256,16 @@ def retry(settings: Settings, reading_id: int, *, enqueue: bool = True, user: Us
     return view
 
 
-def edit(settings: Settings, reading_id: int, step: int, memory: str, edited_by: str | None = None, *,
-         enqueue: bool = True, user: UserView | None = None) -> ReadingView:
+def edit(
+    settings: Settings,
+    reading_id: int,
+    step: int,
+    memory: str,
+    edited_by: str | None = None,
+    *,
+    enqueue: bool = True,
+    user: UserView | None = None,
+) -> ReadingView:
     """Edit the memory at `step` and resume from it: a new branch reading (returned), committed, then
     a worker asked to read it (`enqueue=False`: the caller reads it, as `longread edit` does)."""
     with session_scope(settings.resolved_database_url) as s:
@@ -256,8 +279,10 @@ def edit(settings: Settings, reading_id: int, step: int, memory: str, edited_by:
 def branches(settings: Settings, reading_id: int, *, user: UserView | None = None) -> list[ReadingView]:
     """Every branch made from the reading, and branches of those (a tree: follow parent_reading_id), by id."""
     with session_scope(settings.resolved_database_url) as s:
-        return [reading_view(r, settings.stale_after_s)
-                for r in descendants(s, reading_id, resolve_actor(s, settings, user))]
+        return [
+            reading_view(r, settings.stale_after_s)
+            for r in descendants(s, reading_id, resolve_actor(s, settings, user))
+        ]
 
 
 def show(
@@ -269,14 +294,18 @@ def show(
         return reading_view(r, settings.stale_after_s, with_chunks=with_chunks)
 
 
-def positions(settings: Settings, reading_ids: list[int], *,
-              user: UserView | None = None) -> dict[int, tuple[str, int]]:
+def positions(
+    settings: Settings, reading_ids: list[int], *, user: UserView | None = None
+) -> dict[int, tuple[str, int]]:
     """Each reading's status and cursor, in one light query (no checkpoints): what a view that follows readings
     compares to tell which moved before it loads them. Missing: readings deleted, or not the user's."""
     with session_scope(settings.resolved_database_url) as s:
         actor = resolve_actor(s, settings, user)
-        rows = s.execute(select(Reading.id, Reading.status, Reading.cursor, Document.owner_id).join(Document)
-                         .where(Reading.id.in_([i for i in reading_ids if valid_id(i)])))
+        rows = s.execute(
+            select(Reading.id, Reading.status, Reading.cursor, Document.owner_id)
+            .join(Document)
+            .where(Reading.id.in_([i for i in reading_ids if valid_id(i)]))
+        )
         return {i: (status.value, cursor or 0) for i, status, cursor, owner in rows if can_see(actor, owner)}
 
 
@@ -286,8 +315,15 @@ def step_count(settings: Settings, reading_id: int, *, user: UserView | None = N
     own = select(func.count()).where(Checkpoint.reading_id == Reading.id).scalar_subquery()
     with session_scope(settings.resolved_database_url) as s:
         actor = resolve_actor(s, settings, user)
-        row = s.execute(select(Reading.parent_reading_id, Reading.branched_at_step, Document.owner_id, own)
-                        .join(Document).where(Reading.id == reading_id)).first() if valid_id(reading_id) else None
+        row = (
+            s.execute(
+                select(Reading.parent_reading_id, Reading.branched_at_step, Document.owner_id, own)
+                .join(Document)
+                .where(Reading.id == reading_id)
+            ).first()
+            if valid_id(reading_id)
+            else None
+        )
     if row is None or not can_see(actor, row.owner_id):
         raise NotFound(f"no reading {reading_id}")
     parent, at, _, n = row
@@ -313,5 +349,7 @@ def step(settings: Settings, reading_id: int, k: int, *, user: UserView | None =
 def document_readings(settings: Settings, document_id: int, *, user: UserView | None = None) -> list[ReadingView]:
     """The document's readings, newest first; NotFound if there is no such document (or not the user's)."""
     with session_scope(settings.resolved_database_url) as s:
-        return [reading_view(r, settings.stale_after_s)
-                for r in list_readings(s, document_id, resolve_actor(s, settings, user))]
+        return [
+            reading_view(r, settings.stale_after_s)
+            for r in list_readings(s, document_id, resolve_actor(s, settings, user))
+        ]

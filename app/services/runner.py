@@ -80,8 +80,10 @@ def crash_error(attempts: int, max_attempts: int, cursor: int, total_chunks: int
     if attempts < max_attempts:
         return None
     where = f"chunk {cursor + 1}" + (f" of {total_chunks}" if total_chunks else "")
-    return (f"the worker stopped {attempts} time{'s' if attempts != 1 else ''} while reading this (last at {where}; "
-            f"killed, out of memory or crashed: its log says why); resume to try again from the last checkpoint")
+    return (
+        f"the worker stopped {attempts} time{'s' if attempts != 1 else ''} while reading this (last at {where}; "
+        f"killed, out of memory or crashed: its log says why); resume to try again from the last checkpoint"
+    )
 
 
 #: the engine that serves a model version's weights (None: the settings' model)
@@ -106,8 +108,9 @@ def _engines(settings: Settings, engine: Engine | None) -> EngineOf:
     return engine_of
 
 
-def _claim(settings: Settings, engines: EngineOf, ids: set[int] | None, limit: int,
-           chunk_cache: dict[tuple, list[Chunk]]) -> list[_Live]:
+def _claim(
+    settings: Settings, engines: EngineOf, ids: set[int] | None, limit: int, chunk_cache: dict[tuple, list[Chunk]]
+) -> list[_Live]:
     """Take up to `limit` readings for this runner. Each claim is a guarded UPDATE, so two
     workers never take the same reading. Ids tried are removed from `ids`: a reading asked for by id
     is tried once a pass (one that fails, being claimable by id, would else be taken up every step)."""
@@ -152,8 +155,20 @@ def _claim(settings: Settings, engines: EngineOf, ids: set[int] | None, limit: i
             # The memory to read on from: the last step, a branch's edited one included (Reading.timeline).
             steps = r.timeline()
             memory = steps[-1].memory if steps else None
-            claimed.append(_Live(r.id, _agent_config(r), version_id, engine, r.question, r.document.text or "",
-                                 r.document.page_starts, chunk_cache[key], r.cursor, memory))
+            claimed.append(
+                _Live(
+                    r.id,
+                    _agent_config(r),
+                    version_id,
+                    engine,
+                    r.question,
+                    r.document.text or "",
+                    r.document.page_starts,
+                    chunk_cache[key],
+                    r.cursor,
+                    memory,
+                )
+            )
     return claimed
 
 
@@ -172,8 +187,11 @@ def _fail_crashed(s: Session, settings: Settings, candidates: list) -> list:
             continue
         failed = s.execute(
             update(Reading)
-            .where(Reading.id == r.id, Reading.status == ReadingStatus.running,
-                   (Reading.heartbeat_at < stale) | Reading.heartbeat_at.is_(None))
+            .where(
+                Reading.id == r.id,
+                Reading.status == ReadingStatus.running,
+                (Reading.heartbeat_at < stale) | Reading.heartbeat_at.is_(None),
+            )
             .values(status=ReadingStatus.failed, error=error, finished_at=utcnow())
             .execution_options(synchronize_session=False)
         ).rowcount
@@ -225,8 +243,11 @@ class _Heartbeat:
                 continue
             try:
                 with session_scope(self.url) as s:
-                    s.execute(update(Reading).where(Reading.id.in_(ids), Reading.status == ReadingStatus.running)
-                              .values(heartbeat_at=utcnow()))
+                    s.execute(
+                        update(Reading)
+                        .where(Reading.id.in_(ids), Reading.status == ReadingStatus.running)
+                        .values(heartbeat_at=utcnow())
+                    )
             except Exception:  # a database hiccup must not end the heartbeat
                 log.exception("could not refresh the heartbeat of readings %s", sorted(ids))
 
@@ -235,8 +256,13 @@ class _Heartbeat:
         self._thread.join()
 
 
-def _run(settings: Settings, engines: EngineOf, reading_ids: list[int] | None,
-         chunk_cache: dict[tuple, list[Chunk]], heartbeat: _Heartbeat) -> int:
+def _run(
+    settings: Settings,
+    engines: EngineOf,
+    reading_ids: list[int] | None,
+    chunk_cache: dict[tuple, list[Chunk]],
+    heartbeat: _Heartbeat,
+) -> int:
     url = settings.resolved_database_url
     todo = None if reading_ids is None else set(reading_ids)  # by id: those not tried yet this pass
     live = _claim(settings, engines, todo, settings.max_batch, chunk_cache)
@@ -272,8 +298,9 @@ def _run(settings: Settings, engines: EngineOf, reading_ids: list[int] | None,
         # The database went away mid-step (restarted): what was committed stays; put the readings back
         # in the queue as soon as it answers again, else their heartbeat goes stale and another runner
         # (counting an attempt) takes them over.
-        log.warning("lost the database mid-reading (%s); putting %d readings back in the queue",
-                    type(exc).__name__, len(live))
+        log.warning(
+            "lost the database mid-reading (%s); putting %d readings back in the queue", type(exc).__name__, len(live)
+        )
         heartbeat.ids = frozenset()
         _release(url, [x.id for x in live], None, settings.stale_after_s)
         if reading_ids is not None:
@@ -293,14 +320,18 @@ def _release(url: str, ids: list[int], note: str | None, patience_s: float) -> N
                 s.execute(
                     update(Reading)
                     .where(Reading.id.in_(ids), Reading.status == ReadingStatus.running)
-                    .values(status=ReadingStatus.queued, error=note,
-                            attempts=case((Reading.attempts > 0, Reading.attempts - 1), else_=0))
+                    .values(
+                        status=ReadingStatus.queued,
+                        error=note,
+                        attempts=case((Reading.attempts > 0, Reading.attempts - 1), else_=0),
+                    )
                 )
             return
         except _DB_GONE:
             if time.monotonic() > deadline:
-                log.exception("could not put readings %s back in the queue; they go stale and are taken over",
-                              sorted(ids))
+                log.exception(
+                    "could not put readings %s back in the queue; they go stale and are taken over", sorted(ids)
+                )
                 return
             time.sleep(0.5)
 
@@ -362,8 +393,13 @@ def _commit_answer(url: str, x: _Live, answer: str, output: str) -> None:
         s.execute(
             update(Reading)
             .where(Reading.id == x.id, Reading.status == ReadingStatus.running)
-            .values(status=ReadingStatus.done, answer=answer, final_output=output, finished_at=utcnow(),
-                    heartbeat_at=utcnow())
+            .values(
+                status=ReadingStatus.done,
+                answer=answer,
+                final_output=output,
+                finished_at=utcnow(),
+                heartbeat_at=utcnow(),
+            )
         )
 
 

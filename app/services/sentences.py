@@ -13,15 +13,19 @@ from __future__ import annotations
 import re
 
 #: words that take a full stop without ending a sentence (compared lower-case, without the stop)
-ABBREVIATIONS = frozenset("""
+ABBREVIATIONS = frozenset(
+    """
     inc ltd co corp llc lp llp plc bros assn dept intl univ mr mrs ms dr prof sr jr st mt ft hon rev
     e.g i.e cf vs v viz al approx
-""".split())
+""".split()
+)
 #: ... and those that do so only before a number ("No. 5", "Sec. 2", "Jan. 1"): "The answer is no." ends one
-BEFORE_NUMBERS = frozenset("""
+BEFORE_NUMBERS = frozenset(
+    """
     no nos art arts sec secs para paras ch cl p pp vol fig figs
     jan feb mar apr jun jul aug sep sept oct nov dec
-""".split())
+""".split()
+)
 
 #: a stop (with closing quotes or brackets) followed by the space before the next sentence
 _STOP = re.compile(r"[.!?][\"'”’)\]]*(?=\s+[\"'“‘(\[A-Z0-9])")
@@ -34,11 +38,16 @@ _NUMBER_IN_SENTENCE = re.compile(r"\s+\d[\d,.]*\s+[a-z]")
 _INITIALS = re.compile(r"(?:[A-Za-z]\.)+")
 #: what only numbers, heads or introduces a sentence: "1.", "1.1", "(a)", "ii.", "Section 4.", "2. Term.",
 #: "Definitions:", "1.1 Definitions:", a heading in capitals ("SECTION ONE.", "RECITALS")
-_NUMBER = (r"(?:(?:section|article|clause|§)\s*)?"
-           r"(?:\(?(?:\d{1,3}(?:\.\d{1,3})*|(?-i:[ivxlcdm]{1,6}|[IVXLCDM]{1,6})|[a-z])[.)]"
-           r"|\d{1,3}(?:\.\d{1,3})*|\([a-z0-9]{1,4}\))")
-_FRAGMENT = re.compile(rf"(?:{_NUMBER}(?:\s+|$))+(?:(?-i:[A-Z])[\w'’-]*[ \t]*){{0,4}}[.:]?"
-                       rf"|(?:{_NUMBER}\s+)*[^\n.!?]{{0,60}}:|(?-i:[^a-z\n]{{1,80}})", re.IGNORECASE)
+_NUMBER = (
+    r"(?:(?:section|article|clause|§)\s*)?"
+    r"(?:\(?(?:\d{1,3}(?:\.\d{1,3})*|(?-i:[ivxlcdm]{1,6}|[IVXLCDM]{1,6})|[a-z])[.)]"
+    r"|\d{1,3}(?:\.\d{1,3})*|\([a-z0-9]{1,4}\))"
+)
+_FRAGMENT = re.compile(
+    rf"(?:{_NUMBER}(?:\s+|$))+(?:(?-i:[A-Z])[\w'’-]*[ \t]*){{0,4}}[.:]?"
+    rf"|(?:{_NUMBER}\s+)*[^\n.!?]{{0,60}}:|(?-i:[^a-z\n]{{1,80}})",
+    re.IGNORECASE,
+)
 
 
 def _ends_sentence(text: str, stop: int) -> bool:

@@ -170,6 +170,7 @@ def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Ev
     if code is None:
         if not stopping.is_set():
             return  # no longer ours: its new worker writes its outcome
+
         # The worker is shutting down: the run goes back to the queue (a cancel in progress is done); a
         # training worker's sweeper enqueues it once it has waited stale_after_s.
         def requeue(s: Any) -> None:
@@ -198,8 +199,9 @@ def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Ev
 # --- evaluation ----------------------------------------------------------------------------------
 
 
-def eval_commands(settings: Settings, config: dict[str, Any], model_args: list[str], out_dir: Path,
-                  cases: Path | None) -> list[list[str]]:
+def eval_commands(
+    settings: Settings, config: dict[str, Any], model_args: list[str], out_dir: Path, cases: Path | None
+) -> list[list[str]]:
     """`longread eval` of one model on the run's dev sets: synthetic tasks at the run's lengths (and
     kinds), then `--cases` for the held-out feedback when there is any. Both sides use the same engine and
     the run's reading sizes; a served model (engine `openai`) cannot load the candidate's adapter, so then
@@ -237,8 +239,11 @@ def evaluate(settings: Settings, run_id: int, worker: str, stopping: threading.E
             return
         run.evaluation, run.heartbeat_at = {"status": "running", "worker": worker}, utcnow()
         version = active_version(s)
-        baseline = (version.name, _model_args(version.base_model, version.adapter_path)) if version else \
-            (f"{settings.model} (no model version active)", _model_args(settings.model, None))
+        baseline = (
+            (version.name, _model_args(version.base_model, version.adapter_path))
+            if version
+            else (f"{settings.model} (no model version active)", _model_args(settings.model, None))
+        )
         config, run_dir = dict(run.config), Path(run.run_dir)
         candidate = (f"run {run.id}: {run.name}", _model_args(config["model"], str(run_dir / "adapter")))
 
@@ -282,8 +287,14 @@ def evaluate(settings: Settings, run_id: int, worker: str, stopping: threading.E
     log.info("training run %d evaluation: %s", run_id, result["status"] if result else "queued again")
 
 
-def _evaluate_side(settings: Settings, commands: list[list[str]], run_dir: Path, side: str, tick: Callable[[], bool],
-                   stopping: threading.Event) -> dict[str, Any] | None:
+def _evaluate_side(
+    settings: Settings,
+    commands: list[list[str]],
+    run_dir: Path,
+    side: str,
+    tick: Callable[[], bool],
+    stopping: threading.Event,
+) -> dict[str, Any] | None:
     """Run one side's `longread eval` commands: {"summary", "timing"} (+ "cases": the held-out feedback's
     {"sub_em", "exact_match", "n", "cases"}), or None when stopped early."""
     out: dict[str, Any] = {}
@@ -302,8 +313,10 @@ def _evaluate_side(settings: Settings, commands: list[list[str]], run_dir: Path,
         try:
             printed = json.loads(lines[-1])
         except (IndexError, ValueError):
-            raise EvaluationFailed(f"`longread eval` of the {side} stopped ({describe_exit(code)}); the end of its "
-                                   f"log:\n{log_tail(log_path, 15)}") from None
+            raise EvaluationFailed(
+                f"`longread eval` of the {side} stopped ({describe_exit(code)}); the end of its "
+                f"log:\n{log_tail(log_path, 15)}"
+            ) from None
         if "--cases" in cmd:
             out["cases"] = {"sub_em": printed["sub_em"], "exact_match": printed["exact_match"],
                             "n": len(printed["cases"]), "cases": printed["cases"]}  # fmt: skip
@@ -329,16 +342,25 @@ def sweep(settings: Settings, idle: bool) -> None:
     waited = now - timedelta(seconds=settings.stale_after_s)
     train, evaluate_ = [], []
     with session_scope(settings.resolved_database_url) as s:
-        for run_id, attempts, step in s.execute(select(TrainingRun.id, TrainingRun.attempts, TrainingRun.step)
-                                                .where(TrainingRun.status == RunStatus.running, _stale(dead))):
+        for run_id, attempts, step in s.execute(
+            select(TrainingRun.id, TrainingRun.attempts, TrainingRun.step).where(
+                TrainingRun.status == RunStatus.running, _stale(dead)
+            )
+        ):
             # A run that keeps killing its worker (out of memory, say) fails at the cap instead of forever.
             capped = attempts >= settings.max_attempts
             values = (dict(status=RunStatus.failed, finished_at=now, error=(
                 f"the training worker stopped {attempts} times while training this (last at step {step}); "
                 "resume to try again from its last checkpoint")) if capped else
                 dict(status=RunStatus.queued, worker=None, heartbeat_at=now))  # fmt: skip
-            if s.execute(update(TrainingRun).where(TrainingRun.id == run_id, TrainingRun.status == RunStatus.running,
-                                                   _stale(dead)).values(**values)).rowcount and not capped:
+            if (
+                s.execute(
+                    update(TrainingRun)
+                    .where(TrainingRun.id == run_id, TrainingRun.status == RunStatus.running, _stale(dead))
+                    .values(**values)
+                ).rowcount
+                and not capped
+            ):
                 log.warning("training run %d: its worker stopped beating; queued again", run_id)
                 train.append(run_id)
         s.execute(update(TrainingRun).where(TrainingRun.status == RunStatus.cancelling, _stale(dead))

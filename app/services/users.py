@@ -297,8 +297,9 @@ def list_users(settings: Settings, user: UserView | None = None) -> list[UserVie
         return [user_view(u) for u in s.scalars(select(User).order_by(User.id))]
 
 
-def add_user(settings: Settings, username: str, password: str, role: str = "reader", *,
-             user: UserView | None = None) -> UserView:
+def add_user(
+    settings: Settings, username: str, password: str, role: str = "reader", *, user: UserView | None = None
+) -> UserView:
     """A new user (admins only); UserError if the name is taken or the password too short."""
     username, role_, password = _check_username(username), _check_role(role), check_password(password)
     with session_scope(settings.resolved_database_url) as s:
@@ -321,8 +322,15 @@ def find_user(settings: Settings, username: str, *, user: UserView | None = None
         return user_view(u)
 
 
-def update_user(settings: Settings, user_id: int, *, role: str | None = None, disabled: bool | None = None,
-                password: str | None = None, user: UserView | None = None) -> UserView:
+def update_user(
+    settings: Settings,
+    user_id: int,
+    *,
+    role: str | None = None,
+    disabled: bool | None = None,
+    password: str | None = None,
+    user: UserView | None = None,
+) -> UserView:
     """Change a user's role, disabled flag or password (admins only). The last enabled admin cannot be
     demoted or disabled (nobody could manage users any more)."""
     role_ = _check_role(role) if role is not None else None

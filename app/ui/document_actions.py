@@ -23,9 +23,11 @@ def confirm_text(v: document_deletion.DeletionView) -> str:
     what = (f"{n} reading{'s' if n != 1 else ''} ({v.checkpoints} checkpoint{'s' if v.checkpoints != 1 else ''}, "
             f"{v.feedback} feedback) {'go' if n != 1 else 'goes'} with it, and so do" if n
             else "It has no readings; with it go")  # fmt: skip
-    return (f"**Delete #{v.document_id} {text_md(v.title)}?** {what} its file and page images (unless another "
-            "document has the same file). Feedback already copied into a training run stays in that run. "
-            "This cannot be undone.")
+    return (
+        f"**Delete #{v.document_id} {text_md(v.title)}?** {what} its file and page images (unless another "
+        "document has the same file). Feedback already copied into a training run stays in that run. "
+        "This cannot be undone."
+    )
 
 
 class DocumentActions:
@@ -34,8 +36,9 @@ class DocumentActions:
     def __init__(self, settings: Settings, me: Callable[[], UserView | None]) -> None:
         self.settings, self.me = settings, me
         with gr.Row():
-            self.delete = gr.Button("Delete document", size="sm", variant="secondary", visible=False,
-                                    elem_id="delete-document")
+            self.delete = gr.Button(
+                "Delete document", size="sm", variant="secondary", visible=False, elem_id="delete-document"
+            )
             self.dismiss = gr.Button("Dismiss", size="sm", visible=False, elem_id="dismiss-document")
         with gr.Group(visible=False) as self.confirm_box:
             self.confirm_text = gr.Markdown(elem_id="delete-confirm-text", latex_delimiters=[])
@@ -82,6 +85,8 @@ class DocumentActions:
         self.delete.click(self.ask, document, [self.confirm_text, self.confirm_box, self.msg], show_progress="hidden")
         self.no.click(lambda: (HIDDEN, ""), None, [self.confirm_box, self.msg], show_progress="hidden")
         self.yes.click(self.remove, document, [self.confirm_box, self.msg], show_progress="hidden").then(
-            after, after_inputs, after_outputs, show_progress="hidden")
-        self.dismiss.click(lambda d: self.remove(d, "Dismissed"), document, [self.confirm_box, self.msg],
-                           show_progress="hidden").then(after, after_inputs, after_outputs, show_progress="hidden")
+            after, after_inputs, after_outputs, show_progress="hidden"
+        )
+        self.dismiss.click(
+            lambda d: self.remove(d, "Dismissed"), document, [self.confirm_box, self.msg], show_progress="hidden"
+        ).then(after, after_inputs, after_outputs, show_progress="hidden")

@@ -53,23 +53,38 @@ def build_ui(settings: Settings) -> gr.Blocks:
         if who is None:
             return "", *(gr.update(visible=False),) * 4, *users_panel.view(None)
         if settings.mode == "production":
-            line = (f'Signed in as <b id="account-name">{html.escape(who.username)}</b> ({html.escape(who.role)})'
-                    '<form method="post" action="/logout" class="lr-signout">'
-                    '<button type="submit" id="sign-out">Sign out</button></form>')
+            line = (
+                f'Signed in as <b id="account-name">{html.escape(who.username)}</b> ({html.escape(who.role)})'
+                '<form method="post" action="/logout" class="lr-signout">'
+                '<button type="submit" id="sign-out">Sign out</button></form>'
+            )
         else:
-            line = (f'Acting as the local admin <b id="account-name">{html.escape(who.username)}</b> '
-                    "(embedded mode: no sign-in)")
-        return (f'<div class="lr-account">{line}</div>', *(gr.update(visible=who.is_admin),) * 4,
-                *users_panel.view("" if who.is_admin else None))
+            line = (
+                f'Acting as the local admin <b id="account-name">{html.escape(who.username)}</b> '
+                "(embedded mode: no sign-in)"
+            )
+        return (
+            f'<div class="lr-account">{line}</div>',
+            *(gr.update(visible=who.is_admin),) * 4,
+            *users_panel.view("" if who.is_admin else None),
+        )
 
     with gr.Blocks(title="Longread") as ui:
         with gr.Row(equal_height=True):
-            gr.Markdown("# Longread\nAsk questions of a whole book or contract. "
-                        "A memory agent reads every page, chunk by chunk, and answers from its notes.")
+            gr.Markdown(
+                "# Longread\nAsk questions of a whole book or contract. "
+                "A memory agent reads every page, chunk by chunk, and answers from its notes."
+            )
             account = gr.HTML(elem_id="account")
         health_line = gr.Markdown(elem_id="health", latex_delimiters=[])
-        engine_log = gr.Textbox(label="The model's log (last lines)", lines=8, max_lines=20, interactive=False,
-                                visible=False, elem_id="engine-log")
+        engine_log = gr.Textbox(
+            label="The model's log (last lines)",
+            lines=8,
+            max_lines=20,
+            interactive=False,
+            visible=False,
+            elem_id="engine-log",
+        )
         with gr.Tabs(elem_id="pages"):
             with gr.Tab("Read", id="read", elem_id="read-tab"):
                 connect_read_tab = build_read_tab(settings, me)
@@ -85,6 +100,10 @@ def build_ui(settings: Settings) -> gr.Blocks:
         connect_read_tab(ui, saved, timer, list_timer)
         health_timer.tick(on_health, None, [health_line, engine_log], show_progress="hidden")
         ui.load(on_health, None, [health_line, engine_log], show_progress="hidden")
-        ui.load(on_account, None, [account, admin_tab, users_panel.box, admin_tabs.training, admin_tabs.models,
-                                   *users_panel.outputs], show_progress="hidden")
+        ui.load(
+            on_account,
+            None,
+            [account, admin_tab, users_panel.box, admin_tabs.training, admin_tabs.models, *users_panel.outputs],
+            show_progress="hidden",
+        )
     return ui

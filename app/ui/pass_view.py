@@ -32,18 +32,20 @@ def card_html(r: ReadingView) -> str:
     answer = html.escape(r.answer) if r.answer is not None else f"<i>{html.escape(_status(r))}…</i>"
     return (
         f'<article class="lr-pass-card" data-reading="{int(r.id)}">'
-        f'<header><b>#{int(r.id)}</b> {html.escape(" ".join(r.question.split()))}</header>'
+        f"<header><b>#{int(r.id)}</b> {html.escape(' '.join(r.question.split()))}</header>"
         f'<div class="lr-pass-status">{html.escape(_status(r))}</div>'
         f'<div class="lr-pass-answer"><span>Answer</span>{answer}</div>'
-        f'<details open><summary>Memory ({html.escape(step)})</summary>'
+        f"<details open><summary>Memory ({html.escape(step)})</summary>"
         f'<div class="lr-pass-memory">{html.escape(memory) or "<i>empty</i>"}</div></details></article>'
     )
 
 
 def pass_html(cards: list[str]) -> str:
     """The pass's cards in a grid, side by side (stacked on a narrow screen)."""
-    head = (f'<div class="lr-pass-head">One pass, {len(cards)} questions: read together, chunk by chunk; '
-            "each answer beside the memory it was written from.</div>")
+    head = (
+        f'<div class="lr-pass-head">One pass, {len(cards)} questions: read together, chunk by chunk; '
+        "each answer beside the memory it was written from.</div>"
+    )
     return f'<section class="lr-pass">{head}<div class="lr-pass-grid">{"".join(cards)}</div></section>'
 
 

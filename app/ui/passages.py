@@ -22,8 +22,16 @@ def no_passage() -> tuple:
     return [], "", gr.update(value="", visible=False)
 
 
-def open_passage(settings: Settings, user: UserView | None, reading_id: int, start: int, end: int, label: str,
-                 note: str, pdf_page: tuple[int, int] | None = None) -> tuple:
+def open_passage(
+    settings: Settings,
+    user: UserView | None,
+    reading_id: int,
+    start: int,
+    end: int,
+    label: str,
+    note: str,
+    pdf_page: tuple[int, int] | None = None,
+) -> tuple:
     """The passage text[start:end] of the reading's document highlighted as `label` in its place, `note`
     under it, and with `pdf_page` (document id, page) that page beside it, the passage marked on it
     (GET /api/documents/{id}/pages/{n}.png). Emptied if the reading is gone or not the user's."""

@@ -72,9 +72,14 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         # Failed documents are listed too: choosing one shows why it could not be read.
         if LocalContext.request.get(None) is None:
             return []  # building the page: nobody's documents (on_restore fills the menu for the user)
-        return [(f"#{d.id} {d.title}" + ("" if d.status == "ready" else
-                 " (could not be read)" if d.status == "failed" else f" ({d.status})"), d.id)
-                for d in documents.all_documents(settings, user=me())]
+        return [
+            (
+                f"#{d.id} {d.title}"
+                + ("" if d.status == "ready" else " (could not be read)" if d.status == "failed" else f" ({d.status})"),
+                d.id,
+            )
+            for d in documents.all_documents(settings, user=me())
+        ]
 
     def on_upload(path: str | None, reading_id: int | None, saved: dict | None):
         """Store and parse the file, then show its document (the earlier one for the same bytes).
@@ -86,8 +91,15 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         try:
             size = file.stat().st_size
             if size > settings.max_upload_mb * 1024 * 1024:
-                return None, gr.update(), (f"**Upload refused:** {text_md(file.name)} is {size / 2**20:.1f} "
-                                           f"MiB, over the {settings.max_upload_mb} MiB limit."), *unchanged[1:]
+                return (
+                    None,
+                    gr.update(),
+                    (
+                        f"**Upload refused:** {text_md(file.name)} is {size / 2**20:.1f} "
+                        f"MiB, over the {settings.max_upload_mb} MiB limit."
+                    ),
+                    *unchanged[1:],
+                )
             doc, existing = documents.add_document(settings, file.name, file.read_bytes(), user=me())
             document_id = doc.id
         except UploadError as exc:
@@ -169,20 +181,28 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         if document_id not in {value for _, value in choices}:  # nothing to restore: leave the page be
             return gr.update(choices=choices), *(gr.update(),) * (4 + (VIEW_OUTPUTS - 1))
         info, rows, *_ = show_document(document_id, None, saved)
-        return (gr.update(choices=choices, value=document_id), info, rows,
-                *open_reading(saved.get("reading")))
+        return (gr.update(choices=choices, value=document_id), info, rows, *open_reading(saved.get("reading")))
 
     def on_defaults():  # noqa: ANN202 - two gr.update
         """The sizes a reading asking for none gets now, as the boxes' placeholders."""
         config = default_reading_config(settings)
-        return (gr.update(placeholder=f"{config.chunk_tokens} (default)"),
-                gr.update(placeholder=f"{config.memory_tokens} (default)"))
+        return (
+            gr.update(placeholder=f"{config.chunk_tokens} (default)"),
+            gr.update(placeholder=f"{config.memory_tokens} (default)"),
+        )
 
-    def on_ask(document_id: int | None, question: str, more: str, chunk_tokens: str, memory_tokens: str,
-               saved: dict | None):
+    def on_ask(
+        document_id: int | None, question: str, more: str, chunk_tokens: str, memory_tokens: str, saved: dict | None
+    ):
         asked, reading_id, *view = _ask(document_id, question, more, chunk_tokens, memory_tokens)
-        return (reading_id, *view, reading_rows(document_id), {**(saved or {}), "reading": reading_id}, asked,
-                *pass_view.show(asked))
+        return (
+            reading_id,
+            *view,
+            reading_rows(document_id),
+            {**(saved or {}), "reading": reading_id},
+            asked,
+            *pass_view.show(asked),
+        )
 
     def _ask(document_id: int | None, question: str, more: str, chunk_tokens: str, memory_tokens: str):
         """Ask the question, and any more (one a line): read together in one pass; the first one opens."""
@@ -190,14 +210,27 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
             return [], None, "Upload or choose a document first.", "", "", "", gr.Timer(active=False)
         questions = [question] + [line for line in (more or "").splitlines() if line.strip()]
         try:
-            asked = readings.ask(settings, document_id, questions, _tokens(chunk_tokens, "chunk tokens"),
-                                 _tokens(memory_tokens, "memory tokens"), user=me())
+            asked = readings.ask(
+                settings,
+                document_id,
+                questions,
+                _tokens(chunk_tokens, "chunk tokens"),
+                _tokens(memory_tokens, "memory tokens"),
+                user=me(),
+            )
         except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
             return [], None, f"**Cannot ask:** {text_md(exc)}", "", "", "", gr.Timer(active=False)
         also = (f" ({len(asked) - 1} more question{'s' if len(asked) > 2 else ''} read in the same pass: "
                 "all of them side by side below)") if len(asked) > 1 else ""  # fmt: skip
-        return ([r.id for r in asked], asked[0].id, f"Queued: waiting for a worker…{also}",
-                progress_bar(QUEUED, "queued"), "", "", gr.Timer(active=True))
+        return (
+            [r.id for r in asked],
+            asked[0].id,
+            f"Queued: waiting for a worker…{also}",
+            progress_bar(QUEUED, "queued"),
+            "",
+            "",
+            gr.Timer(active=True),
+        )
 
     def on_cancel(reading_id: int | None):
         return _act(readings.cancel, reading_id)
@@ -244,47 +277,58 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
             gr.Timer(active=status in ACTIVE),
         )
 
-    def on_resume(reading_id: int | None, k: float | None, memory_text: str, document_id: int | None,
-                  saved: dict | None):
+    def on_resume(
+        reading_id: int | None, k: float | None, memory_text: str, document_id: int | None, saved: dict | None
+    ):
         """Make a branch from the edited memory at step k and open it: it reads on from chunk k+1."""
         keep = (gr.update(),) * 9
         if reading_id is None or not k:
             return "**Cannot resume:** open a reading and choose a step first.", *keep
         try:
             who = me()
-            branch = readings.edit(settings, reading_id, int(k), memory_text,
-                                   edited_by=f"ui:{who.username}" if who else "ui", user=who)
+            branch = readings.edit(
+                settings, reading_id, int(k), memory_text, edited_by=f"ui:{who.username}" if who else "ui", user=who
+            )
         except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
             return f"**Cannot resume:** {text_md(exc)}", *keep
         note = (f"Branch #{branch.id} of #{reading_id} made at step {int(k)}: "
                 + ("it writes a new answer." if branch.cursor >= (branch.total_chunks or 0) else
                    f"it reads on from chunk {int(k) + 1}."))  # fmt: skip
-        return (note, *open_reading(branch.id), {**(saved or {}), "reading": branch.id},
-                reading_rows(document_id))
+        return (note, *open_reading(branch.id), {**(saved or {}), "reading": branch.id}, reading_rows(document_id))
 
     reading_id = gr.State(None)
     notice = gr.State(None)  # why the last cancel/retry was refused: see _act
     with gr.Row():
         with gr.Column(scale=1, min_width=320):
-            upload = gr.File(label=f"Upload (PDF, DOCX, EPUB, HTML, MD, TXT; at most {settings.max_upload_mb} MiB)",
-                             file_types=UPLOAD_TYPES, elem_id="upload")
-            document = gr.Dropdown(label="Document", choices=doc_choices(), value=None,
-                                   elem_id="document")
+            upload = gr.File(
+                label=f"Upload (PDF, DOCX, EPUB, HTML, MD, TXT; at most {settings.max_upload_mb} MiB)",
+                file_types=UPLOAD_TYPES,
+                elem_id="upload",
+            )
+            document = gr.Dropdown(label="Document", choices=doc_choices(), value=None, elem_id="document")
             doc_info = gr.Markdown(elem_id="doc-info", latex_delimiters=[])
             actions = DocumentActions(settings, me)
         with gr.Column(scale=2):
-            question = gr.Textbox(label="Question", placeholder="Which law governs this agreement?",
-                                  elem_id="question")
+            question = gr.Textbox(label="Question", placeholder="Which law governs this agreement?", elem_id="question")
             with gr.Accordion("More questions at once", open=False, elem_id="more-box"):
-                more_questions = gr.Textbox(label="More questions, one a line: read together with the one "
-                                            "above, in one pass", lines=3, elem_id="more-questions")
+                more_questions = gr.Textbox(
+                    label="More questions, one a line: read together with the one above, in one pass",
+                    lines=3,
+                    elem_id="more-questions",
+                )
             with gr.Accordion("Reading settings", open=False) as reading_settings:
                 # Empty unless the user types a size: the reading then gets the active version's, else the
                 # settings' (the placeholder says which). Limits are the service's ("Cannot ask"), not Gradio's.
-                chunk_tokens = gr.Textbox(max_lines=1, elem_id="chunk-tokens",
-                                          label=f"Chunk tokens ({MIN_CHUNK_TOKENS:,}–{MAX_CHUNK_TOKENS:,})")
-                memory_tokens = gr.Textbox(max_lines=1, elem_id="memory-tokens",
-                                           label=f"Memory tokens ({MIN_MEMORY_TOKENS:,}–{MAX_MEMORY_TOKENS:,})")
+                chunk_tokens = gr.Textbox(
+                    max_lines=1,
+                    elem_id="chunk-tokens",
+                    label=f"Chunk tokens ({MIN_CHUNK_TOKENS:,}–{MAX_CHUNK_TOKENS:,})",
+                )
+                memory_tokens = gr.Textbox(
+                    max_lines=1,
+                    elem_id="memory-tokens",
+                    label=f"Memory tokens ({MIN_MEMORY_TOKENS:,}–{MAX_MEMORY_TOKENS:,})",
+                )
             ask = gr.Button("Ask", variant="primary", elem_id="ask")
             status = gr.Markdown(elem_id="status", latex_delimiters=[])
             bar = gr.HTML(elem_id="progress")
@@ -296,10 +340,17 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
             pass_view = build_pass_view(settings, me)
             pass_ids = gr.State([])  # the readings of the last pass asked here (several questions at once)
             panels = ReadingDetailsPanels(settings, me)
-    readings_table = gr.Dataframe(value=[], headers=READING_COLUMNS, type="array", interactive=False,
-                                  wrap=True, max_height=360, elem_id="readings",
-                                  label="Readings of this document: choose one to open it",
-                                  column_widths=["6%", "30%", "12%", "30%", "10%", "12%"])
+    readings_table = gr.Dataframe(
+        value=[],
+        headers=READING_COLUMNS,
+        type="array",
+        interactive=False,
+        wrap=True,
+        max_height=360,
+        elem_id="readings",
+        label="Readings of this document: choose one to open it",
+        column_widths=["6%", "30%", "12%", "30%", "10%", "12%"],
+    )
     review_panel = build_review_panel(settings, me)
 
     def connect(ui: gr.Blocks, saved: gr.BrowserState, timer: gr.Timer, list_timer: gr.Timer) -> None:
@@ -311,8 +362,12 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         cleared = [*shown, question, more_questions, pass_ids, *pass_view.outputs]
         document.input(on_switch, [document, reading_id, saved], cleared, show_progress="hidden")
         actions.connect(document, after_delete, [document, reading_id, saved], [document, *cleared])
-        ask.click(on_ask, [document, question, more_questions, chunk_tokens, memory_tokens, saved],
-                  [*view, readings_table, saved, pass_ids, *pass_view.outputs], show_progress="hidden")
+        ask.click(
+            on_ask,
+            [document, question, more_questions, chunk_tokens, memory_tokens, saved],
+            [*view, readings_table, saved, pass_ids, *pass_view.outputs],
+            show_progress="hidden",
+        )
         # The pass's own timer: it runs while a reading of the pass is queued or running (a retry starts it again).
         pass_view.timer.tick(pass_view.follow, [pass_ids, pass_view.cards], pass_view.outputs, show_progress="hidden")
         retry.click(lambda: gr.Timer(active=True), None, pass_view.timer, show_progress="hidden")
@@ -324,14 +379,21 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         # While a reading runs, its row follows it every second, not every three (as its branches do: panels).
         timer.tick(on_refresh, [document, readings_table], readings_table, show_progress="hidden")
         panels.branches_table.select(on_open, saved, [reading_id, question, *view[1:], saved], show_progress="hidden")
-        panels.resume.click(on_resume, [reading_id, panels.step_slider, panels.step_memory, document, saved],
-                            [panels.edit_msg, reading_id, question, *view[1:], saved, readings_table],
-                            show_progress="hidden")
+        panels.resume.click(
+            on_resume,
+            [reading_id, panels.step_slider, panels.step_memory, document, saved],
+            [panels.edit_msg, reading_id, question, *view[1:], saved, readings_table],
+            show_progress="hidden",
+        )
         retry.click(on_retry, reading_id, [status, bar, memory, answer, timer, notice], show_progress="hidden")
         ui.load(on_defaults, None, [chunk_tokens, memory_tokens], show_progress="hidden")
         reading_settings.expand(on_defaults, None, [chunk_tokens, memory_tokens], show_progress="hidden")
         review_panel.connect(document, list_timer)
-        ui.load(on_restore, saved, [document, doc_info, readings_table, reading_id, question, *view[1:]],
-                show_progress="hidden")
+        ui.load(
+            on_restore,
+            saved,
+            [document, doc_info, readings_table, reading_id, question, *view[1:]],
+            show_progress="hidden",
+        )
 
     return connect

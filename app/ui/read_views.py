@@ -39,8 +39,10 @@ def describe_document(d: DocumentView) -> str:
         if e.seconds is None:
             line += f"  \nOne question reads {chunks} on {text_md(e.engine)} (no speed figure for it yet)."
         else:
-            line += (f"  \nOne question: about {fmt_seconds(e.seconds)} to read {chunks} "
-                     f"on {text_md(e.engine)} ({text_md(e.basis)}).")
+            line += (
+                f"  \nOne question: about {fmt_seconds(e.seconds)} to read {chunks} "
+                f"on {text_md(e.engine)} ({text_md(e.basis)})."
+            )
     return line
 
 
@@ -77,11 +79,12 @@ def describe_progress(status: str, p: ProgressView, error: str | None, h: Health
         if p.read_from and not read:
             return f"Done: answered from the edited memory in {fmt_seconds(p.reading_s)}{waited}."
         which = f" ({p.read_from + 1}–{total} of {total}, after the edited step {p.read_from})" if p.read_from else ""
-        return (f"Done: read {read} chunk{'s' if read != 1 else ''}{which} in {fmt_seconds(p.reading_s)}"
-                f"{waited}.")
+        return f"Done: read {read} chunk{'s' if read != 1 else ''}{which} in {fmt_seconds(p.reading_s)}{waited}."
     if p.stalled or (h is not None and h.engine_state == "none"):
-        return (f"Paused after chunk {p.step} of {total}: no worker is reading it; it resumes where it "
-                f"stopped when a worker takes it up · read {fmt_seconds(p.reading_s)}{waited}")
+        return (
+            f"Paused after chunk {p.step} of {total}: no worker is reading it; it resumes where it "
+            f"stopped when a worker takes it up · read {fmt_seconds(p.reading_s)}{waited}"
+        )
     step = min(p.step + 1, total)
     phase = f"Reading chunk {step} of {total}" if p.step < total else "Writing the answer"
     return f"{phase} · read {fmt_seconds(p.reading_s)} · ETA {fmt_seconds(p.eta_s)}{waited}"
@@ -123,8 +126,14 @@ def reading_row(r: ReadingView) -> list[object]:
         status = f"reading {min(r.cursor + 1, r.total_chunks)} of {r.total_chunks}"
     answer = " ".join((r.answer or "").split())
     branch = f"#{r.parent_reading_id} at step {r.branched_at_step}" if r.parent_reading_id else ""
-    return [r.id, " ".join(r.question.split())[:200], status, answer[:200] + ("…" if len(answer) > 200 else ""),
-            branch, f"{r.created_at:%Y-%m-%d %H:%M}" if r.created_at else ""]
+    return [
+        r.id,
+        " ".join(r.question.split())[:200],
+        status,
+        answer[:200] + ("…" if len(answer) > 200 else ""),
+        branch,
+        f"{r.created_at:%Y-%m-%d %H:%M}" if r.created_at else "",
+    ]
 
 
 BRANCH_COLUMNS = ["#", "Branch", "Status", "Answer"]
@@ -208,10 +217,12 @@ def page_image_html(document_id: int, page: int, start: int | None = None, end: 
     """A PDF page as an image beside its passage (text[start:end], highlighted on it): served by the API
     (GET /api/documents/{id}/pages/{n}.png, rendered once and cached). Only numbers go into the HTML."""
     src = html.escape(page_url(document_id, page, start, end))
-    return (f'<figure class="lr-page"><a href="{src}" target="_blank" rel="noopener">'
-            f'<img src="{src}" alt="Page {int(page)} of the PDF" loading="lazy" '
-            f'style="max-width:100%;border:1px solid #ccc"></a>'
-            f"<figcaption>Page {int(page)} (click to open it full size)</figcaption></figure>")
+    return (
+        f'<figure class="lr-page"><a href="{src}" target="_blank" rel="noopener">'
+        f'<img src="{src}" alt="Page {int(page)} of the PDF" loading="lazy" '
+        f'style="max-width:100%;border:1px solid #ccc"></a>'
+        f"<figcaption>Page {int(page)} (click to open it full size)</figcaption></figure>"
+    )
 
 
 def progress_bar(p: ProgressView, status: str) -> str:
@@ -221,5 +232,3 @@ def progress_bar(p: ProgressView, status: str) -> str:
         f'<div class="lr-bar" role="progressbar" aria-valuenow="{pct}" aria-valuemin="0" '
         f'aria-valuemax="100"><div class="lr-fill" style="width:{pct}%"></div></div>'
     )
-
-

@@ -48,6 +48,7 @@ class ReadingDetails:
 
 def build_reading_details(settings: Settings, me: Callable[[], UserView | None]) -> ReadingDetails:
     """The details' handlers; details_panels.py lays out their components and wires them."""
+
     def show_feedback(reading_id: int | None, note: str = ""):
         if reading_id is None:
             return ""
@@ -78,8 +79,13 @@ def build_reading_details(settings: Settings, me: Callable[[], UserView | None])
             v = readings.step(settings, reading_id, int(k), user=me())
         except (NotFound, ValueError):
             return NO_STEP
-        return (describe_step(v), v.checkpoint.chunk or "", v.checkpoint.memory,
-                diff_spans(v.previous_memory, v.checkpoint.memory), gr.update(interactive=True))
+        return (
+            describe_step(v),
+            v.checkpoint.chunk or "",
+            v.checkpoint.memory,
+            diff_spans(v.previous_memory, v.checkpoint.memory),
+            gr.update(interactive=True),
+        )
 
     def steps(reading_id: int | None) -> int:
         """How many steps the open reading's timeline has (0: none open, or gone)."""
@@ -180,8 +186,9 @@ def build_reading_details(settings: Settings, me: Callable[[], UserView | None])
                 f"at step {k}: the passage of that step's chunk it came from" if via else
                 f"The passage of step {k}'s chunk that matches it best")  # fmt: skip
         note += f" (characters {start:,}–{end:,})"
-        return open_passage(settings, me(), reading_id, start, end, "source", note,
-                            (document_id, page) if page else None)
+        return open_passage(
+            settings, me(), reading_id, start, end, "source", note, (document_id, page) if page else None
+        )
 
     def load_branches(reading_id: int | None):
         """The open reading's family as a tree (the original, its branches, theirs): choose one to open it."""
@@ -194,8 +201,11 @@ def build_reading_details(settings: Settings, me: Callable[[], UserView | None])
                                  reading_id)  # fmt: skip
         except NotFound:
             return [], ""
-        note = ("No branches yet: edit a memory in the timeline and resume from it to make one." if len(family) <= 1
-                else f"{len(family) - 1} branch{'es' if len(family) > 2 else ''}: choose one to open it.")
+        note = (
+            "No branches yet: edit a memory in the timeline and resume from it to make one."
+            if len(family) <= 1
+            else f"{len(family) - 1} branch{'es' if len(family) > 2 else ''}: choose one to open it."
+        )
         return family, note
 
     def on_branches_refresh(reading_id: int | None, shown: list[list[object]] | None):
@@ -204,5 +214,17 @@ def build_reading_details(settings: Settings, me: Callable[[], UserView | None])
         same = [[str(c) for c in row] for row in rows] == [[str(c) for c in row] for row in (shown or [])]
         return (gr.update(), gr.update()) if same else (rows, note)
 
-    return ReadingDetails(show_feedback, on_feedback, show_step, load_timeline, follow_timeline, stop_following,
-                          compare_choices, on_compare, load_provenance, on_source, load_branches, on_branches_refresh)
+    return ReadingDetails(
+        show_feedback,
+        on_feedback,
+        show_step,
+        load_timeline,
+        follow_timeline,
+        stop_following,
+        compare_choices,
+        on_compare,
+        load_provenance,
+        on_source,
+        load_branches,
+        on_branches_refresh,
+    )

@@ -133,18 +133,32 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
     with gr.Accordion("Contract review: every CUAD clause in one pass", open=True, elem_id="review-box"):
         with gr.Row():
             start = gr.Button("Review this contract (41 questions, one pass)", size="sm", elem_id="review-start")
-            which = gr.Dropdown(list(review.FILTERS), value="All", label="Show", elem_id="review-filter",
-                                scale=0, min_width=160)
+            which = gr.Dropdown(
+                list(review.FILTERS), value="All", label="Show", elem_id="review-filter", scale=0, min_width=160
+            )
             csv_file = gr.DownloadButton("Download CSV", visible=False, size="sm", elem_id="review-csv")
             md_file = gr.DownloadButton("Download Markdown", visible=False, size="sm", elem_id="review-md")
         status = gr.Markdown(elem_id="review-status", latex_delimiters=[])
-        table = gr.Dataframe(value=[], headers=REVIEW_COLUMNS, type="array", interactive=False, wrap=True,
-                             max_height=420, elem_id="review-table", column_widths=["20%", "25%", "10%", "45%"])
+        table = gr.Dataframe(
+            value=[],
+            headers=REVIEW_COLUMNS,
+            type="array",
+            interactive=False,
+            wrap=True,
+            max_height=420,
+            elem_id="review-table",
+            column_widths=["20%", "25%", "10%", "45%"],
+        )
         note = gr.Markdown(elem_id="review-note", latex_delimiters=[])
         with gr.Row():
-            passage = gr.HighlightedText(label="The passage, in its place in the document", combine_adjacent=False,
-                                         show_legend=False, show_inline_category=False,
-                                         color_map={"evidence": "yellow"}, elem_id="review-passage")
+            passage = gr.HighlightedText(
+                label="The passage, in its place in the document",
+                combine_adjacent=False,
+                show_legend=False,
+                show_inline_category=False,
+                color_map={"evidence": "yellow"},
+                elem_id="review-passage",
+            )
             page = gr.HTML(visible=False, elem_id="review-page")
 
     def connect(document: gr.components.Component, list_timer: gr.Timer) -> None:

@@ -110,8 +110,11 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
             return f"**Cannot preview:** {text_md(exc)}", []
         rows = [[x.source, one_line(x.question), " | ".join(x.answers), x.doc_tokens, one_line(x.excerpt, 160)]
                 for x in samples]  # fmt: skip
-        note = (f"{len(rows)} of the samples this selection makes:" if rows else
-                "This selection makes no samples: include feedback, contracts, QA files or synthetic kinds.")
+        note = (
+            f"{len(rows)} of the samples this selection makes:"
+            if rows
+            else "This selection makes no samples: include feedback, contracts, QA files or synthetic kinds."
+        )
         return note, rows
 
     # --- New run ----------------------------------------------------------------------------------
@@ -133,13 +136,19 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
         """Start the run and open it on the Runs page; a refusal stays on the form and says what to change."""
         choices, numbers = values[:7], values[7:]
         try:
-            run = training_runs.start_run(settings, parse_selection(*choices), _params(numbers),
-                                          name=(name or "").strip() or None,
-                                          start_version_id=int(start_version) if start_version else None, user=me())
+            run = training_runs.start_run(
+                settings,
+                parse_selection(*choices),
+                _params(numbers),
+                name=(name or "").strip() or None,
+                start_version_id=int(start_version) if start_version else None,
+                user=me(),
+            )
         except REFUSED as exc:
             return f"**Cannot start:** {text_md(exc)}", gr.update(), open_id, *(gr.update(),) * len(run_view)
         note = f"Started run #{run.id} {text_md(run.name)}: " + (
-            f"queued, position {run.queue_position}." if run.status == "queued" else f"{text_md(run.status)}.")
+            f"queued, position {run.queue_position}." if run.status == "queued" else f"{text_md(run.status)}."
+        )
         return "", gr.Tabs(selected="runs"), run.id, *show_run(run.id, note)
 
     # --- Runs -------------------------------------------------------------------------------------
@@ -185,6 +194,7 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
 
     def act(action: Callable[..., object], verb: str, done: Callable[[object], str]):
         """A button's handler: do it to the open run, then show the run and the registry as they are now."""
+
         def handler(run_id: int | None):
             if run_id is None:
                 return *show_run(None, f"**Cannot {verb}:** choose a run in the table first."), gr.update()
@@ -193,6 +203,7 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
             except REFUSED as exc:
                 return *show_run(run_id, f"**Cannot {verb}:** {text_md(exc)}"), gr.update()
             return *show_run(run_id, done(result)), models_view()[0]
+
         return handler
 
     # --- Models -----------------------------------------------------------------------------------
@@ -224,56 +235,109 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
     with gr.Tab("Training", id="training", visible=False, elem_id="training-tab") as training_tab:
         with gr.Tabs(elem_id="training-pages") as pages:
             with gr.Tab("Data", id="data", elem_id="training-data"):
-                gr.Markdown("### The feedback collected\nWhat readers said about answers. A reader's feedback "
-                            "trains a run only when you include it.")
+                gr.Markdown(
+                    "### The feedback collected\nWhat readers said about answers. A reader's feedback "
+                    "trains a run only when you include it."
+                )
                 feedback_note = gr.Markdown(elem_id="feedback-note", latex_delimiters=[])
-                feedback_table = gr.Dataframe(value=[], headers=FEEDBACK_COLUMNS, type="array", interactive=False,
-                                              wrap=True, max_height=320, elem_id="feedback-table",
-                                              column_widths=["5%", "8%", "19%", "14%", "14%", "13%", "9%", "11%", "7%"])
+                feedback_table = gr.Dataframe(
+                    value=[],
+                    headers=FEEDBACK_COLUMNS,
+                    type="array",
+                    interactive=False,
+                    wrap=True,
+                    max_height=320,
+                    elem_id="feedback-table",
+                    column_widths=["5%", "8%", "19%", "14%", "14%", "13%", "9%", "11%", "7%"],
+                )
                 gr.Markdown("### What the run trains on")
                 with gr.Row():
-                    include = gr.Checkbox(False, label="Include readers' feedback (held-out documents are never "
-                                          "trained on)", elem_id="include-feedback")
+                    include = gr.Checkbox(
+                        False,
+                        label="Include readers' feedback (held-out documents are never trained on)",
+                        elem_id="include-feedback",
+                    )
                     since = gr.Textbox(label="Feedback since (YYYY-MM-DD, UTC; empty: all)", elem_id="feedback-since")
-                    picked = gr.Dropdown(label="Only these verdicts (empty: all since that day)", choices=[],
-                                         multiselect=True, elem_id="feedback-pick")
+                    picked = gr.Dropdown(
+                        label="Only these verdicts (empty: all since that day)",
+                        choices=[],
+                        multiselect=True,
+                        elem_id="feedback-pick",
+                    )
                 contracts = gr.Checkbox(False, label="Contracts' expert QA", elem_id="use-contracts")
                 qa_files = gr.CheckboxGroup([], label="QA files on the server", elem_id="qa-files")
-                kinds = gr.CheckboxGroup([], value=["single-needle"], label="Synthetic tasks planted in the "
-                                         "training books", elem_id="synthetic-kinds")
-                lengths = gr.Textbox("1024", label="Synthetic document lengths in tokens, shortest first (a "
-                                     "curriculum over the run)", elem_id="lengths")
+                kinds = gr.CheckboxGroup(
+                    [],
+                    value=["single-needle"],
+                    label="Synthetic tasks planted in the training books",
+                    elem_id="synthetic-kinds",
+                )
+                lengths = gr.Textbox(
+                    "1024",
+                    label="Synthetic document lengths in tokens, shortest first (a curriculum over the run)",
+                    elem_id="lengths",
+                )
                 preview = gr.Button("Preview samples", elem_id="preview")
                 preview_note = gr.Markdown(elem_id="preview-note", latex_delimiters=[])
-                samples_table = gr.Dataframe(value=[], headers=SAMPLE_COLUMNS, type="array", interactive=False,
-                                             wrap=True, max_height=360, elem_id="preview-table",
-                                             column_widths=["10%", "30%", "15%", "10%", "35%"])
+                samples_table = gr.Dataframe(
+                    value=[],
+                    headers=SAMPLE_COLUMNS,
+                    type="array",
+                    interactive=False,
+                    wrap=True,
+                    max_height=360,
+                    elem_id="preview-table",
+                    column_widths=["10%", "30%", "15%", "10%", "35%"],
+                )
             with gr.Tab("New run", id="new", elem_id="training-new"):
                 gr.Markdown("The data comes from **Data**; the other settings are the trainer's `small` preset.")
                 with gr.Row():
-                    name = gr.Textbox(label="Name (empty: one is made from the date)", max_length=200,
-                                      elem_id="run-name")
-                    start_version = gr.Dropdown(label="Start from (the weights it trains further)",
-                                                choices=[("the active model", 0)], value=0, elem_id="start-version")
+                    name = gr.Textbox(
+                        label="Name (empty: one is made from the date)", max_length=200, elem_id="run-name"
+                    )
+                    start_version = gr.Dropdown(
+                        label="Start from (the weights it trains further)",
+                        choices=[("the active model", 0)],
+                        value=0,
+                        elem_id="start-version",
+                    )
                 # A model is best served with the sizes it was trained on: the app's own reading sizes first.
-                defaults = {**vars(RunParams()), "sft_samples_per_step": RunParams().samples_per_step, "sft_carry": 0,
-                            "chunk_tokens": settings.chunk_tokens, "memory_tokens": settings.memory_tokens,
-                            "mix_feedback": DataConfig.model_fields["mix_feedback"].default}
+                defaults = {
+                    **vars(RunParams()),
+                    "sft_samples_per_step": RunParams().samples_per_step,
+                    "sft_carry": 0,
+                    "chunk_tokens": settings.chunk_tokens,
+                    "memory_tokens": settings.memory_tokens,
+                    "mix_feedback": DataConfig.model_fields["mix_feedback"].default,
+                }
                 numbers = []
                 for i in range(0, len(FORM), 3):
                     with gr.Row():
-                        for key in FORM[i:i + 3]:
-                            numbers.append(gr.Number(defaults[key], label=LABELS[key], info=help_text.get(key),
-                                                     precision=None if key in FLOATS else 0,
-                                                     elem_id=f"param-{key.replace('_', '-')}"))
+                        for key in FORM[i : i + 3]:
+                            numbers.append(
+                                gr.Number(
+                                    defaults[key],
+                                    label=LABELS[key],
+                                    info=help_text.get(key),
+                                    precision=None if key in FLOATS else 0,
+                                    elem_id=f"param-{key.replace('_', '-')}",
+                                )
+                            )
                 estimate = gr.Markdown(elem_id="estimate", latex_delimiters=[])
                 start = gr.Button("Start", variant="primary", elem_id="start-run")
                 start_msg = gr.Markdown(elem_id="start-msg", latex_delimiters=[])
             with gr.Tab("Runs", id="runs", elem_id="training-runs"):
                 runs_note = gr.Markdown(NO_RUNS, elem_id="runs-note", latex_delimiters=[])
-                runs_table = gr.Dataframe(value=[], headers=RUN_COLUMNS, type="array", interactive=False, wrap=True,
-                                          max_height=300, elem_id="runs-table",
-                                          column_widths=["6%", "34%", "11%", "9%", "8%", "17%", "15%"])
+                runs_table = gr.Dataframe(
+                    value=[],
+                    headers=RUN_COLUMNS,
+                    type="array",
+                    interactive=False,
+                    wrap=True,
+                    max_height=300,
+                    elem_id="runs-table",
+                    column_widths=["6%", "34%", "11%", "9%", "8%", "17%", "15%"],
+                )
                 # Shown once a run is open, never hidden again: Gradio errs on plots hidden after a tab switch.
                 with gr.Column(visible=False, elem_id="run-page") as run_page:
                     run_head = gr.Markdown(elem_id="run-head", latex_delimiters=[])
@@ -286,11 +350,20 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
                     plots = []
                     for i in range(0, len(PLOTS), 2):
                         with gr.Row():
-                            for title, elem_id, _, _ in PLOTS[i:i + 2]:
+                            for title, elem_id, _, _ in PLOTS[i : i + 2]:
                                 # d3 formats: whole steps, values in up to 4 significant digits (Gradio's
                                 # default shows 6 decimals, cut off when a curve has one point)
-                                plots.append(gr.LinePlot(curve_frame([]), x="step", y="value", label=title,
-                                                         x_axis_format="~g", y_axis_format=".4~g", elem_id=elem_id))
+                                plots.append(
+                                    gr.LinePlot(
+                                        curve_frame([]),
+                                        x="step",
+                                        y="value",
+                                        label=title,
+                                        x_axis_format="~g",
+                                        y_axis_format=".4~g",
+                                        elem_id=elem_id,
+                                    )
+                                )
                     with gr.Accordion(
                         "Latest sample rollouts: question, each step's memory, answer, reward", open=True
                     ):
@@ -306,8 +379,15 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
                     with gr.Column(elem_id="evaluation"):
                         gr.Markdown("### Evaluation: the active model and this run on the same held-out sets")
                         eval_note = gr.Markdown(elem_id="eval-note", latex_delimiters=[])
-                        eval_table = gr.Dataframe(value=[], headers=EVAL_COLUMNS, type="array", interactive=False,
-                                                  wrap=True, visible=False, elem_id="eval-table")
+                        eval_table = gr.Dataframe(
+                            value=[],
+                            headers=EVAL_COLUMNS,
+                            type="array",
+                            interactive=False,
+                            wrap=True,
+                            visible=False,
+                            elem_id="eval-table",
+                        )
                         eval_plot = gr.BarPlot(
                             bars_frame([]),
                             x="set",
@@ -323,11 +403,19 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
                 shown = gr.State("")
                 timer = gr.Timer(2.0, active=False)
     with gr.Tab("Models", id="models", visible=False, elem_id="models-tab") as models_tab:
-        gr.Markdown("### Model versions\nThe active version reads new questions; readings in flight finish on the "
-                    "version they began with. Lineage: the base, then each run and the version it was promoted to.")
-        models_table = gr.Dataframe(value=[], headers=MODEL_COLUMNS, type="array", interactive=False, wrap=True,
-                                    elem_id="models-table",
-                                    column_widths=["5%", "17%", "8%", "30%", "15%", "15%", "10%"])
+        gr.Markdown(
+            "### Model versions\nThe active version reads new questions; readings in flight finish on the "
+            "version they began with. Lineage: the base, then each run and the version it was promoted to."
+        )
+        models_table = gr.Dataframe(
+            value=[],
+            headers=MODEL_COLUMNS,
+            type="array",
+            interactive=False,
+            wrap=True,
+            elem_id="models-table",
+            column_widths=["5%", "17%", "8%", "30%", "15%", "15%", "10%"],
+        )
         with gr.Row():
             pick_version = gr.Dropdown(label="Version", choices=[], value=None, elem_id="pick-version")
             activate = gr.Button("Activate", variant="primary", scale=0, min_width=160, elem_id="activate-version")
@@ -335,17 +423,39 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
 
     selection = [include, since, picked, contracts, qa_files, kinds, lengths]
     data_view = [feedback_note, feedback_table, picked, contracts, qa_files, kinds, start_version]
-    run_view = [run_page, run_head, run_msg, *plots, samples, log, eval_note, eval_table, eval_plot, runs_note,
-                runs_table, shown, timer]
+    run_view = [
+        run_page,
+        run_head,
+        run_msg,
+        *plots,
+        samples,
+        log,
+        eval_note,
+        eval_table,
+        eval_plot,
+        runs_note,
+        runs_table,
+        shown,
+        timer,
+    ]
     models_out = [models_table, pick_version, models_msg]
 
     training_tab.select(load_data, None, data_view, show_progress="hidden")
     training_tab.select(show_run, run_id, run_view, show_progress="hidden")
     preview.click(on_preview, selection, [preview_note, samples_table], show_progress="hidden")
-    gr.on([c.change for c in (*selection, *numbers)] + [training_tab.select], on_estimate, [*selection, *numbers],
-          estimate, show_progress="hidden")
-    start.click(on_start, [run_id, name, start_version, *selection, *numbers], [start_msg, pages, run_id, *run_view],
-                show_progress="hidden")
+    gr.on(
+        [c.change for c in (*selection, *numbers)] + [training_tab.select],
+        on_estimate,
+        [*selection, *numbers],
+        estimate,
+        show_progress="hidden",
+    )
+    start.click(
+        on_start,
+        [run_id, name, start_version, *selection, *numbers],
+        [start_msg, pages, run_id, *run_view],
+        show_progress="hidden",
+    )
     runs_table.select(on_open, None, [run_id, *run_view], show_progress="hidden")
     timer.tick(on_tick, [run_id, shown], run_view, show_progress="hidden")
     for button, action, verb, done in (

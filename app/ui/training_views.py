@@ -35,14 +35,22 @@ FORM = ("sft_steps", "sft_samples_per_step", "sft_learning_rate", "sft_carry", "
 EXTRA = {"sft_samples_per_step", "sft_carry", "chunk_tokens", "memory_tokens"}
 DATA = {"mix_feedback"}
 FLOATS = {"learning_rate", "sft_learning_rate", "temperature", "kl_coef", "mix_feedback"}
-LABELS = {"sft_steps": "SFT warm-start steps (0: off)", "sft_samples_per_step": "Samples per SFT step",
-          "sft_learning_rate": "Learning rate (SFT)", "sft_carry": "SFT conversations carrying evidence",
-          "rl_steps": "RL (GRPO) steps",
-          "samples_per_step": "Samples per RL step", "group_size": "Group size (rollouts per sample)",
-          "learning_rate": "Learning rate (RL)", "temperature": "Sampling temperature", "kl_coef": "KL coefficient β",
-          "chunk_tokens": "Chunk tokens", "memory_tokens": "Memory tokens",
-          "mix_feedback": "Share of samples from feedback (when included)",
-          "save_every": "Save a checkpoint every (steps)"}
+LABELS = {
+    "sft_steps": "SFT warm-start steps (0: off)",
+    "sft_samples_per_step": "Samples per SFT step",
+    "sft_learning_rate": "Learning rate (SFT)",
+    "sft_carry": "SFT conversations carrying evidence",
+    "rl_steps": "RL (GRPO) steps",
+    "samples_per_step": "Samples per RL step",
+    "group_size": "Group size (rollouts per sample)",
+    "learning_rate": "Learning rate (RL)",
+    "temperature": "Sampling temperature",
+    "kl_coef": "KL coefficient β",
+    "chunk_tokens": "Chunk tokens",
+    "memory_tokens": "Memory tokens",
+    "mix_feedback": "Share of samples from feedback (when included)",
+    "save_every": "Save a checkpoint every (steps)",
+}
 NO_RUNS = "No runs yet: choose data and start one (**New run**)."
 
 
@@ -64,18 +72,29 @@ def feedback_rows(overview: DataOverview) -> list[list[object]]:
 def describe_feedback(overview: DataOverview) -> str:
     rows = overview.feedback
     if not rows:
-        return ("No feedback yet: readers judge answers under each reading in **Read** (correct or incorrect, "
-                "and the right answer); their verdicts show here.")
+        return (
+            "No feedback yet: readers judge answers under each reading in **Read** (correct or incorrect, "
+            "and the right answer); their verdicts show here."
+        )
     held = sum(f.held_out for f in rows)
     people = len({f.username for f in rows})
     documents = len({f.document_id for f in rows})
-    return (f"{len(rows)} verdict{'s' if len(rows) != 1 else ''} from {people} user{'s' if people != 1 else ''} on "
-            f"{documents} document{'s' if documents != 1 else ''}; {held} on held-out documents (kept for "
-            "evaluation, never trained on). A run uses them only when you include them below.")
+    return (
+        f"{len(rows)} verdict{'s' if len(rows) != 1 else ''} from {people} user{'s' if people != 1 else ''} on "
+        f"{documents} document{'s' if documents != 1 else ''}; {held} on held-out documents (kept for "
+        "evaluation, never trained on). A run uses them only when you include them below."
+    )
 
 
-def parse_selection(include: bool, since: str | None, feedback_ids: list[int] | None, contracts: bool,
-                    qa_files: list[str] | None, kinds: list[str] | None, lengths: str | None) -> DataSelection:
+def parse_selection(
+    include: bool,
+    since: str | None,
+    feedback_ids: list[int] | None,
+    contracts: bool,
+    qa_files: list[str] | None,
+    kinds: list[str] | None,
+    lengths: str | None,
+) -> DataSelection:
     """The Data page's choices; ValueError says which one to fix."""
     try:
         day = date.fromisoformat(since.strip()) if since and since.strip() else None
@@ -107,8 +126,10 @@ def run_rows(runs: list[RunView]) -> list[list[object]]:
 
 def describe_run(r: RunView) -> str:
     """The open run's headline: what, where it is, and what to do next."""
-    line = (f"**#{r.id} {text_md(r.name)}** · {text_md(r.status)} · step {r.step} of {r.total_steps} · "
-            f"from {text_md(r.start_version)}" + (f" · by {text_md(r.created_by)}" if r.created_by else ""))
+    line = (
+        f"**#{r.id} {text_md(r.name)}** · {text_md(r.status)} · step {r.step} of {r.total_steps} · "
+        f"from {text_md(r.start_version)}" + (f" · by {text_md(r.created_by)}" if r.created_by else "")
+    )
     if r.status == "queued":
         line += f"  \nQueued, position {r.queue_position}: it starts when the training worker is free."
     elif r.status == "running":
@@ -157,8 +178,10 @@ def describe_samples(samples: list[dict[str, Any]]) -> str:
     parts = []
     for s in reversed(samples):
         gold = " | ".join(str(a) for a in s.get("gold") or [])
-        lines = [f"**Step {text_md(s.get('step', '?'))}** · reward {text_md(s.get('reward', '–'))} · question: "
-                 f"{text_md(s.get('question', ''))} · gold: {text_md(gold)}"]
+        lines = [
+            f"**Step {text_md(s.get('step', '?'))}** · reward {text_md(s.get('reward', '–'))} · question: "
+            f"{text_md(s.get('question', ''))} · gold: {text_md(gold)}"
+        ]
         lines += [f"{k}. memory after chunk {k}: {text_md(m)}" for k, m in enumerate(s.get("memories") or [], 1)]
         lines.append(f"\n**Answer:** {text_md(s.get('answer', ''))}")
         parts.append("\n".join(lines))
@@ -177,8 +200,10 @@ def eval_view(evaluation: dict[str, Any] | None, done: bool = True) -> tuple[str
     if state in ("queued", "running"):
         note = f"Evaluation {text_md(state)}: the active model and this run read the same held-out sets…"
     elif state == "failed":
-        note = (f"The evaluation failed: {error_line(evaluation.get('error') or 'no reason given')}  \n"
-                "**Evaluate** tries again.")
+        note = (
+            f"The evaluation failed: {error_line(evaluation.get('error') or 'no reason given')}  \n"
+            "**Evaluate** tries again."
+        )
     else:
         labels = [(evaluation.get(side) or {}).get("label") or name for side, name in
                   (("baseline", "the active model"), ("candidate", "this run"))]  # fmt: skip
@@ -236,8 +261,8 @@ def model_rows(settings: Settings, versions: list[dict[str, Any]]) -> list[list[
     for v in versions:
         metrics = ", ".join(f"{k} {x:.0%}" for k, x in v["key_metrics"].items())
         weights = (f"{v['base_model']} + LoRA adapter" if v["adapter_path"] else v["base_model"]) + (
-            f" ({v['engine']})" if v["engine"] else "")
+            f" ({v['engine']})" if v["engine"] else ""
+        )
         rows.append([v["id"], v["name"], "● active" if v["active"] else "", " → ".join(v["lineage"]), metrics,
                      weights, v["created_at"][:16].replace("T", " ")])  # fmt: skip
     return rows
-

@@ -27,9 +27,17 @@ def build_users_panel(settings: Settings, me: Callable[[], UserView | None]) -> 
         if note is None:
             return [], gr.update(choices=[], value=None), ""
         listed = users.list_users(settings, me())
-        rows = [[u.id, u.username, u.role, "disabled" if u.disabled else "active",
-                 "yes" if u.has_password else "no (cannot sign in)",
-                 f"{u.created_at:%Y-%m-%d %H:%M}" if u.created_at else ""] for u in listed]
+        rows = [
+            [
+                u.id,
+                u.username,
+                u.role,
+                "disabled" if u.disabled else "active",
+                "yes" if u.has_password else "no (cannot sign in)",
+                f"{u.created_at:%Y-%m-%d %H:%M}" if u.created_at else "",
+            ]
+            for u in listed
+        ]
         return rows, gr.update(choices=[(u.username, u.id) for u in listed], value=None), note
 
     def _admin_act(action: Callable[[], users.UserView], done: str):
@@ -41,32 +49,47 @@ def build_users_panel(settings: Settings, me: Callable[[], UserView | None]) -> 
         return *admin_view(done.format(name=text_md(changed.username), role=text_md(changed.role))), ""
 
     def on_add_user(name: str, password: str, role: str | None):
-        return _admin_act(lambda: users.add_user(settings, (name or "").strip(), password or "", role or "reader",
-                                                 user=me()), "Added {name} ({role}).")
+        return _admin_act(
+            lambda: users.add_user(settings, (name or "").strip(), password or "", role or "reader", user=me()),
+            "Added {name} ({role}).",
+        )
 
     def on_set_role(user_id: int | None, role: str | None):
         if user_id is None or role is None:
             return *admin_view("**Cannot change the role:** choose a user and a role."), gr.update()
-        return _admin_act(lambda: users.update_user(settings, int(user_id), role=role, user=me()),
-                          "{name} is now {role}.")
+        return _admin_act(
+            lambda: users.update_user(settings, int(user_id), role=role, user=me()), "{name} is now {role}."
+        )
 
     def on_disable(user_id: int | None, disabled: bool):
         if user_id is None:
             return *admin_view("**Choose a user first.**"), gr.update()
-        return _admin_act(lambda: users.update_user(settings, int(user_id), disabled=disabled, user=me()),
-                          "{name} is " + ("disabled: they cannot sign in, and their sessions and tokens stop working."
-                                          if disabled else "enabled again."))
+        return _admin_act(
+            lambda: users.update_user(settings, int(user_id), disabled=disabled, user=me()),
+            "{name} is "
+            + (
+                "disabled: they cannot sign in, and their sessions and tokens stop working."
+                if disabled
+                else "enabled again."
+            ),
+        )
 
     # Admins only (hidden for readers; the services refuse a reader's calls all the same).
-    with gr.Accordion("Users (admins only): add, change role, disable", open=True, visible=False,
-                      elem_id="admin-users") as admin_box:
-        users_table = gr.Dataframe(value=[], headers=["#", "Username", "Role", "State", "Password set",
-                                                      "Created (UTC)"], type="array", interactive=False,
-                                   elem_id="users-table")
+    with gr.Accordion(
+        "Users (admins only): add, change role, disable", open=True, visible=False, elem_id="admin-users"
+    ) as admin_box:
+        users_table = gr.Dataframe(
+            value=[],
+            headers=["#", "Username", "Role", "State", "Password set", "Created (UTC)"],
+            type="array",
+            interactive=False,
+            elem_id="users-table",
+        )
         with gr.Row():
             new_name = gr.Textbox(label="New user's name", elem_id="new-username")
-            new_password = gr.Textbox(label="Their password (at least 8 characters)", type="password",
-                                      elem_id="new-password")
+            new_password = gr.Textbox(
+                label="Their password (at least 8 characters)", type="password", elem_id="new-password"
+            )
             new_role = gr.Radio(["reader", "admin"], value="reader", label="Role", elem_id="new-role")
             add_user = gr.Button("Add user", elem_id="add-user")
         with gr.Row():
@@ -77,11 +100,10 @@ def build_users_panel(settings: Settings, me: Callable[[], UserView | None]) -> 
             enable_user = gr.Button("Enable", size="sm", elem_id="enable-user")
         users_msg = gr.Markdown(elem_id="users-msg", latex_delimiters=[])
     admin_outputs = [users_table, pick_user, users_msg]
-    add_user.click(on_add_user, [new_name, new_password, new_role], [*admin_outputs, new_password],
-                   show_progress="hidden")
+    add_user.click(
+        on_add_user, [new_name, new_password, new_role], [*admin_outputs, new_password], show_progress="hidden"
+    )
     change_role.click(on_set_role, [pick_user, pick_role], [*admin_outputs, new_password], show_progress="hidden")
-    disable_user.click(lambda u: on_disable(u, True), pick_user, [*admin_outputs, new_password],
-                       show_progress="hidden")
-    enable_user.click(lambda u: on_disable(u, False), pick_user, [*admin_outputs, new_password],
-                      show_progress="hidden")
+    disable_user.click(lambda u: on_disable(u, True), pick_user, [*admin_outputs, new_password], show_progress="hidden")
+    enable_user.click(lambda u: on_disable(u, False), pick_user, [*admin_outputs, new_password], show_progress="hidden")
     return UsersPanel(admin_box, admin_outputs, admin_view)

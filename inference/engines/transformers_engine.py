@@ -51,8 +51,11 @@ class TransformersEngine(Engine):
             for m in messages
         ]
         batch = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.model.device)
-        sampling = dict(do_sample=True, temperature=temperature, top_p=1.0, top_k=0) if temperature > 0 else \
-            dict(do_sample=False)
+        sampling = (
+            dict(do_sample=True, temperature=temperature, top_p=1.0, top_k=0)
+            if temperature > 0
+            else dict(do_sample=False)
+        )
         was_training = self.model.training
         self.model.eval()
         try:

@@ -1,14 +1,14 @@
 """documents, readings, checkpoints
 
 Revision ID: 0001
-Revises: 
+Revises:
 Create Date: 2026-11-21 19:16:29.762062
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0001'
+revision = "0001"
 down_revision = None
 branch_labels = None
 depends_on = None
@@ -35,8 +35,8 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_document")),
     )
-    with op.batch_alter_table('document', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_document_sha256'), ['sha256'], unique=False)
+    with op.batch_alter_table("document", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_document_sha256"), ["sha256"], unique=False)
 
     op.create_table(
         "reading",
@@ -68,8 +68,8 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(["document_id"], ["document.id"], name=op.f("fk_reading_document_id_document")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_reading")),
     )
-    with op.batch_alter_table('reading', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_reading_document_id'), ['document_id'], unique=False)
+    with op.batch_alter_table("reading", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_reading_document_id"), ["document_id"], unique=False)
 
     op.create_table(
         "checkpoint",
@@ -94,21 +94,20 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_checkpoint")),
         sa.UniqueConstraint("reading_id", "step", name=op.f("uq_checkpoint_reading_id")),
     )
-    with op.batch_alter_table('checkpoint', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_checkpoint_reading_id'), ['reading_id'], unique=False)
-
+    with op.batch_alter_table("checkpoint", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_checkpoint_reading_id"), ["reading_id"], unique=False)
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('checkpoint', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_checkpoint_reading_id'))
+    with op.batch_alter_table("checkpoint", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_checkpoint_reading_id"))
 
-    op.drop_table('checkpoint')
-    with op.batch_alter_table('reading', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_reading_document_id'))
+    op.drop_table("checkpoint")
+    with op.batch_alter_table("reading", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_reading_document_id"))
 
-    op.drop_table('reading')
-    with op.batch_alter_table('document', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_document_sha256'))
+    op.drop_table("reading")
+    with op.batch_alter_table("document", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_document_sha256"))
 
-    op.drop_table('document')
+    op.drop_table("document")

@@ -93,8 +93,9 @@ def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     yield from _serve(tmp_path_factory, "--no-worker", env={"LONGREAD_MAX_UPLOAD_MB": "1"})
 
 
-def _serve(tmp_path_factory: pytest.TempPathFactory, *args: str,
-           env: dict[str, str] | None = None) -> Iterator[LiveServer]:
+def _serve(
+    tmp_path_factory: pytest.TempPathFactory, *args: str, env: dict[str, str] | None = None
+) -> Iterator[LiveServer]:
     data_dir = tmp_path_factory.mktemp("longread-data")
     port = free_port()
     extra_env = env
@@ -119,7 +120,11 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, *args: str,
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "app.cli", "serve", *args],
-            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
         )
     server = LiveServer(url, data_dir, log, proc)
     children: list[int] = []
@@ -127,8 +132,10 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, *args: str,
         deadline = time.monotonic() + HEALTHZ_TIMEOUT_S
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"`longread serve` exited with {proc.returncode} before answering "
-                             f"/healthz; its log:\n{server.log_tail()}")
+                pytest.fail(
+                    f"`longread serve` exited with {proc.returncode} before answering "
+                    f"/healthz; its log:\n{server.log_tail()}"
+                )
             try:
                 with urllib.request.urlopen(f"{url}/healthz", timeout=5) as r:
                     if r.status == 200:
@@ -136,8 +143,7 @@ def _serve(tmp_path_factory: pytest.TempPathFactory, *args: str,
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"{url}/healthz did not answer within {HEALTHZ_TIMEOUT_S} s; "
-                            f"log:\n{server.log_tail()}")
+                pytest.fail(f"{url}/healthz did not answer within {HEALTHZ_TIMEOUT_S} s; log:\n{server.log_tail()}")
             time.sleep(0.5)
         children = _descendants(proc.pid)  # the worker is started before the web app listens
         yield server

@@ -19,7 +19,6 @@ from tests.fakes import FakeEngine
 pytestmark = pytest.mark.browser
 
 
-
 def _tree(page) -> list[str]:
     cells = page.locator("#branches [role=gridcell]").all_inner_texts()
     return [t.replace("\u00a0", " ").strip() for t in cells[1 :: len(BRANCH_COLUMNS)]]
@@ -37,6 +36,7 @@ def test_branches_are_listed_as_a_tree_and_any_one_opens(ui_page, ui_server, tok
     with session_scope(settings.resolved_database_url) as s:
         text = s.get(Document, doc["id"]).text
     original = _seed(ui_server, doc["id"], text)
+
     # A branch of the original at step 2, a branch of that branch at step 3, another of the original at step 3.
     def respond(prompt: str) -> str:
         memory = re.search(r"<memory>\n(.*?)\n</memory>", prompt, re.DOTALL).group(1)

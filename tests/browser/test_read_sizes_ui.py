@@ -41,9 +41,30 @@ def page(chromium, sizes_server):  # noqa: ANN001, ANN201 - playwright objects
 def test_a_question_asked_in_the_browser_is_read_at_the_active_versions_sizes(page, sizes_server, tmp_path):
     url = sizes_server.url
     env = {**os.environ, "LONGREAD_DATA_DIR": str(sizes_server.data_dir)}
-    added = subprocess.run([sys.executable, "-m", "app.cli", "models", "add", "reader-512", "--base", "smollm2",
-                            "--adapter", str(READER_ADAPTER), "--chunk-tokens", "512", "--memory-tokens", "64",
-                            "--activate"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    added = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "models",
+            "add",
+            "reader-512",
+            "--base",
+            "smollm2",
+            "--adapter",
+            str(READER_ADAPTER),
+            "--chunk-tokens",
+            "512",
+            "--memory-tokens",
+            "64",
+            "--activate",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert added.returncode == 0 and "registered, active" in added.stdout, added.stdout + added.stderr
 
     doc_path = tmp_path / "harbor-branch.txt"
@@ -56,10 +77,13 @@ def test_a_question_asked_in_the_browser_is_read_at_the_active_versions_sizes(pa
 
     # The boxes are empty; their placeholders name the active version's sizes, not the settings' 128 and 48.
     page.get_by_text("Reading settings").click()
-    chunk_box, memory_box = (page.locator(f"{box} input, {box} textarea").first
-                             for box in ("#chunk-tokens", "#memory-tokens"))
-    page.wait_for_function("() => document.querySelector('#chunk-tokens input, #chunk-tokens textarea')"
-                           "?.placeholder === '512 (default)'", timeout=30_000)
+    chunk_box, memory_box = (
+        page.locator(f"{box} input, {box} textarea").first for box in ("#chunk-tokens", "#memory-tokens")
+    )
+    page.wait_for_function(
+        "() => document.querySelector('#chunk-tokens input, #chunk-tokens textarea')?.placeholder === '512 (default)'",
+        timeout=30_000,
+    )
     assert (chunk_box.input_value(), memory_box.input_value()) == ("", "")
     assert memory_box.get_attribute("placeholder") == "64 (default)"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -74,4 +98,6 @@ def test_a_question_asked_in_the_browser_is_read_at_the_active_versions_sizes(pa
     assert (reading["model"], reading["chunk_tokens"], reading["memory_tokens"]) == ("reader-512", 512, 64), reading
     expected = math.ceil(tokens / 512)
     assert page.locator("#status").inner_text().startswith(f"Done: read {expected} chunks"), (
-        page.locator("#status").inner_text(), tokens)
+        page.locator("#status").inner_text(),
+        tokens,
+    )

@@ -30,20 +30,51 @@ def _seed(server, document_id: int) -> tuple[int, int]:  # noqa: ANN001
     with session_scope(url) as s:
         doc = s.get(Document, document_id)
         doc.page_labels = [f"Label {IMG}", f"Label {MD_IMG}", "Three"][: len(doc.page_starts)]
-        common = dict(document_id=document_id, model="smollm2", chunk_tokens=128, memory_tokens=48,
-                      answer_tokens=32, template_set="memagent")
+        common = dict(
+            document_id=document_id,
+            model="smollm2",
+            chunk_tokens=128,
+            memory_tokens=48,
+            answer_tokens=32,
+            template_set="memagent",
+        )
         now = datetime.now(timezone.utc)
-        done = Reading(question=f"Done question {MD_IMG}?", status=ReadingStatus.done, cursor=1,
-                       started_at=now - timedelta(seconds=5), finished_at=now,
-                       total_chunks=1, answer=f"Answer {IMG} **bold**", **common)
-        failed = Reading(question=f"Failed question {IMG}?", status=ReadingStatus.failed, cursor=0,
-                         total_chunks=1, error=f"engine said {IMG} {MD_IMG}", **common)
+        done = Reading(
+            question=f"Done question {MD_IMG}?",
+            status=ReadingStatus.done,
+            cursor=1,
+            started_at=now - timedelta(seconds=5),
+            finished_at=now,
+            total_chunks=1,
+            answer=f"Answer {IMG} **bold**",
+            **common,
+        )
+        failed = Reading(
+            question=f"Failed question {IMG}?",
+            status=ReadingStatus.failed,
+            cursor=0,
+            total_chunks=1,
+            error=f"engine said {IMG} {MD_IMG}",
+            **common,
+        )
         s.add_all([done, failed])
         s.flush()
-        s.add(Checkpoint(reading_id=done.id, step=1, memory=f"Memory {IMG}\n{MD_IMG}", start_token=0,
-                         end_token=100, start_char=0, end_char=len(TEXT), first_page=1,
-                         last_page=min(2, len(doc.page_starts)), prompt_tokens=100,
-                         completion_tokens=20, seconds=1.0))
+        s.add(
+            Checkpoint(
+                reading_id=done.id,
+                step=1,
+                memory=f"Memory {IMG}\n{MD_IMG}",
+                start_token=0,
+                end_token=100,
+                start_char=0,
+                end_char=len(TEXT),
+                first_page=1,
+                last_page=min(2, len(doc.page_starts)),
+                prompt_tokens=100,
+                completion_tokens=20,
+                seconds=1.0,
+            )
+        )
         return done.id, failed.id
 
 
@@ -60,10 +91,13 @@ def test_readings_are_listed_opened_and_found_again(ui_page, ui_server, tmp_path
     dialogs, stray = watch(page, ui_server.url)
     path = tmp_path / "keepers.txt"
     path.write_text(TEXT, encoding="utf-8")
-    doc = page.request.post(ui_server.url + "/api/documents", multipart={"file": {
-        "name": "keepers.txt", "mimeType": "text/plain", "buffer": path.read_bytes()}}).json()
-    api_reading = page.request.post(f"{ui_server.url}/api/documents/{doc['id']}/readings",
-                                    data={"question": "Asked through the API?"}).json()
+    doc = page.request.post(
+        ui_server.url + "/api/documents",
+        multipart={"file": {"name": "keepers.txt", "mimeType": "text/plain", "buffer": path.read_bytes()}},
+    ).json()
+    api_reading = page.request.post(
+        f"{ui_server.url}/api/documents/{doc['id']}/readings", data={"question": "Asked through the API?"}
+    ).json()
     done_id, failed_id = _seed(ui_server, doc["id"])
 
     page.goto(ui_server.url + "/")
@@ -73,8 +107,15 @@ def test_readings_are_listed_opened_and_found_again(ui_page, ui_server, tmp_path
     table = page.locator("#readings")
     table.get_by_text("Asked through the API?").wait_for(timeout=30_000)
     listed = table.inner_text()
-    for expected in ("Asked through the API?", f"Done question {MD_IMG}?", f"Failed question {IMG}?",
-                     f"Answer {IMG} **bold**", "queued", "done", "failed"):
+    for expected in (
+        "Asked through the API?",
+        f"Done question {MD_IMG}?",
+        f"Failed question {IMG}?",
+        f"Answer {IMG} **bold**",
+        "queued",
+        "done",
+        "failed",
+    ):
         assert expected in listed, (expected, listed)
 
     # A finished reading opens with its question, memory (labelled with its sections) and answer.

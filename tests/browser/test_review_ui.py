@@ -85,4 +85,3 @@ def test_review_a_contract_open_a_rows_passage_and_download_csv(review_page, rev
     assert rows[0][:4] == ["Category", "Kind", "Answer", "Pages"] and len(rows) == 42
     assert [r[0] for r in rows[1:]] == [c for c, _, _ in REVIEW_QUESTIONS]
     assert not dialogs and not stray and not page.page_errors, (dialogs, stray, page.page_errors)
-

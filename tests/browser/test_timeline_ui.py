@@ -53,7 +53,8 @@ def _seed(server, document_id: int, text: str) -> int:  # a done reading of four
 def _diff(page) -> list[tuple[str, str | None]]:
     """The diff's spans as shown: (text, "added" | "dropped" | None), told apart by their colour."""
     spans = page.locator("#step-diff .token").evaluate_all(
-        "els => els.map(e => [e.innerText, e.classList.contains('highlighted') ? e.style.backgroundColor : null])")
+        "els => els.map(e => [e.innerText, e.classList.contains('highlighted') ? e.style.backgroundColor : null])"
+    )
     legend = dict(page.locator("#step-diff .legend-item").evaluate_all(
         "els => els.map(e => [e.style.backgroundColor, e.innerText])"))  # fmt: skip
     return [(text.strip(), legend.get(colour)) for text, colour in spans]
@@ -177,6 +178,8 @@ def test_timeline_keyboard_diff_and_edit_and_resume(ui_page, ui_server, tokenize
     page.wait_for_timeout(1000)
     assert not dialogs, dialogs
     assert not stray, stray
-    assert not page.locator("#step-info img, #step-diff img, #step-diff script, #edit-msg img, #sources img, "
-                            "#source-passage img, #source-passage script").count()
+    assert not page.locator(
+        "#step-info img, #step-diff img, #step-diff script, #edit-msg img, #sources img, "
+        "#source-passage img, #source-passage script"
+    ).count()
     assert not page.page_errors, page.page_errors

@@ -53,14 +53,19 @@ def _shot(page, name: str) -> None:  # noqa: ANN001
     page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
-def _text(page, selector: str, expect: str | re.Pattern, timeout_s: float,  # noqa: ANN001
-          server: LiveServer | None = None) -> str:
+def _text(
+    page,
+    selector: str,
+    expect: str | re.Pattern,
+    timeout_s: float,  # noqa: ANN001
+    server: LiveServer | None = None,
+) -> str:
     """The element's text once it shows `expect`; fails with what it showed (and the app's log)."""
     deadline = time.monotonic() + timeout_s
     while True:
         found = page.locator(selector)
         text = found.inner_text() if found.count() else ""  # a hidden element is not on the page
-        if (expect.search(text) if isinstance(expect, re.Pattern) else expect in text):
+        if expect.search(text) if isinstance(expect, re.Pattern) else expect in text:
             return text
         if time.monotonic() > deadline:
             log = f"\n--- the app's log:\n{server.log_tail(80)}" if server else ""
@@ -184,12 +189,15 @@ def test_an_admin_trains_on_browser_feedback_watches_evaluates_and_promotes(page
     # Runs: it opens by itself; its curves fill while it trains.
     head = _text(page, "#run-head", re.compile(r"· (queued|running) ·"), 30, trainer_server)
     assert NAME in head, head  # its markup shows as text
+
     def curve_has(plot: str, steps: set[int], timeout_s: float = 600) -> None:
         deadline = time.monotonic() + timeout_s
         while not steps <= _steps(page, plot):
             if time.monotonic() > deadline:
-                pytest.fail(f"{plot} has points {_steps(page, plot)}, not {steps}; the app's log:\n"
-                            f"{trainer_server.log_tail(80)}")
+                pytest.fail(
+                    f"{plot} has points {_steps(page, plot)}, not {steps}; the app's log:\n"
+                    f"{trainer_server.log_tail(80)}"
+                )
             page.wait_for_timeout(1000)
 
     curve_has("#plot-sft-loss", {1})

@@ -20,32 +20,34 @@ pytestmark = pytest.mark.browser
 QUESTION = "What is the vault code?"
 PLANTED = "The vault code is 4417."
 # About 420 SmolLM2 tokens: four chunks of 128 tokens, with the fact in the third paragraph.
-DOCUMENT = "\n\n".join([
-    "Harbor Street Branch: Operations Notes\n\n"
-    "The Harbor Street branch of the Northern Savings Bank opened in the spring of 1987. It sits "
-    "on the corner of Harbor Street and Mill Lane, across from the old ferry terminal. The branch "
-    "employs eleven people, including two tellers who have worked there for more than twenty "
-    "years. Customers are mostly local shop owners, fishermen and retired teachers.",
-    "Opening hours are from nine in the morning until five in the afternoon on weekdays, and "
-    "from nine until noon on Saturdays. The branch is closed on Sundays and public holidays. "
-    "During the annual harbor festival in August the branch closes at three, because the street "
-    "is blocked for the parade and the boat race.",
-    "The vault is in the basement, behind a steel door installed in 1994. Only the branch "
-    f"manager and the deputy manager may open it, and never alone. {PLANTED} The code is changed "
-    "every January, and the old code is destroyed in front of two witnesses. Deliveries of cash "
-    "arrive on Tuesdays and Fridays in an armored van.",
-    "The staff kitchen on the first floor has a kettle, a small refrigerator and a coffee machine "
-    "that breaks down about once a month. Staff meetings are held there every Monday at a quarter "
-    "past eight. Minutes are kept by whoever arrives last, a rule that has improved punctuality "
-    "more than any memo ever did.",
-    "In 2019 the branch was renovated. The counters were lowered for wheelchair users, the lights "
-    "were replaced with LED panels, and a second cash machine was installed outside. The old "
-    "wooden sign above the door was kept, repainted in dark green, because customers asked for "
-    "it. A small plaque next to the entrance remembers the first manager, Edith Carrow.",
-    "Complaints are rare. The most common one concerns the parking spaces on Mill Lane, which "
-    "are shared with the bakery next door and are usually full on Saturday mornings, when the "
-    "bakery sells its famous cinnamon rolls.",
-])
+DOCUMENT = "\n\n".join(
+    [
+        "Harbor Street Branch: Operations Notes\n\n"
+        "The Harbor Street branch of the Northern Savings Bank opened in the spring of 1987. It sits "
+        "on the corner of Harbor Street and Mill Lane, across from the old ferry terminal. The branch "
+        "employs eleven people, including two tellers who have worked there for more than twenty "
+        "years. Customers are mostly local shop owners, fishermen and retired teachers.",
+        "Opening hours are from nine in the morning until five in the afternoon on weekdays, and "
+        "from nine until noon on Saturdays. The branch is closed on Sundays and public holidays. "
+        "During the annual harbor festival in August the branch closes at three, because the street "
+        "is blocked for the parade and the boat race.",
+        "The vault is in the basement, behind a steel door installed in 1994. Only the branch "
+        f"manager and the deputy manager may open it, and never alone. {PLANTED} The code is changed "
+        "every January, and the old code is destroyed in front of two witnesses. Deliveries of cash "
+        "arrive on Tuesdays and Fridays in an armored van.",
+        "The staff kitchen on the first floor has a kettle, a small refrigerator and a coffee machine "
+        "that breaks down about once a month. Staff meetings are held there every Monday at a quarter "
+        "past eight. Minutes are kept by whoever arrives last, a rule that has improved punctuality "
+        "more than any memo ever did.",
+        "In 2019 the branch was renovated. The counters were lowered for wheelchair users, the lights "
+        "were replaced with LED panels, and a second cash machine was installed outside. The old "
+        "wooden sign above the door was kept, repainted in dark green, because customers asked for "
+        "it. A small plaque next to the entrance remembers the first manager, Edith Carrow.",
+        "Complaints are rare. The most common one concerns the parking spaces on Mill Lane, which "
+        "are shared with the bakery next door and are usually full on Saturday mornings, when the "
+        "bakery sells its famous cinnamon rolls.",
+    ]
+)
 
 READ_TIMEOUT_S = 420  # the worker first starts its vLLM server (30-65 s on 2 idle cores)
 POLL_S = 0.25
@@ -116,8 +118,7 @@ def test_upload_ask_and_watch_the_agent_read(page, live_server, tmp_path) -> Non
         if status.startswith(("Done", "Failed")):
             break
         time.sleep(POLL_S)
-    history = (f"statuses seen: {statuses}\nbar: {bar_values}\n"
-               f"server log:\n{live_server.log_tail(30)}")
+    history = f"statuses seen: {statuses}\nbar: {bar_values}\nserver log:\n{live_server.log_tail(30)}"
 
     assert status.startswith("Done"), f"no 'Done' within {READ_TIMEOUT_S} s\n{history}"
     # ...read by the default engine: the worker started its local vLLM server when it became ready.
@@ -162,5 +163,4 @@ def test_upload_ask_and_watch_the_agent_read(page, live_server, tmp_path) -> Non
     page.screenshot(path=str(ARTIFACTS / "ui-answer.png"), full_page=True)
 
     assert not page.page_errors, page.page_errors
-    print(f"\n{len(statuses)} status lines, {len(memories)} memories, {total} chunks; "
-          f"answer: {answer!r}")
+    print(f"\n{len(statuses)} status lines, {len(memories)} memories, {total} chunks; answer: {answer!r}")

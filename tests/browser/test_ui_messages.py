@@ -50,8 +50,7 @@ def test_a_file_that_cannot_be_parsed_shows_its_error(ui_page, ui_server, tmp_pa
     broken = tmp_path / "broken.pdf"
     broken.write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\nthis is not a PDF body\n%%EOF\n")
     info = upload(page, broken, "could not be read")
-    stored = [d for d in page.request.get(ui_server.url + "/api/documents").json()
-              if d["filename"] == "broken.pdf"]
+    stored = [d for d in page.request.get(ui_server.url + "/api/documents").json() if d["filename"] == "broken.pdf"]
     assert stored and stored[0]["status"] == "failed" and stored[0]["error"], stored
     page.screenshot(path=str(ARTIFACTS / "ui-upload-failed.png"), full_page=True)
     assert "broken.pdf could not be read" in info, info

@@ -30,10 +30,12 @@ NAME_PAYLOADS = ["<img src=pwn1.png onerror=alert(6)>", "![pwn](pwn2.png)", "**b
 
 def _html(title: str) -> str:
     # Inside <title> the payload is raw text, as a hostile page would carry it.
-    return (f"<!doctype html><html><head><title>Report {title}</title></head><body>"
-            f"<h1>Intro {title}</h1><p>{'Plain words for the body. ' * 20}</p>"
-            f"<h2>Second &lt;img src=http://127.0.0.1:9/h2.png onerror=alert(7)&gt;</h2>"
-            f"<p>{'More words here. ' * 20}</p></body></html>")
+    return (
+        f"<!doctype html><html><head><title>Report {title}</title></head><body>"
+        f"<h1>Intro {title}</h1><p>{'Plain words for the body. ' * 20}</p>"
+        f"<h2>Second &lt;img src=http://127.0.0.1:9/h2.png onerror=alert(7)&gt;</h2>"
+        f"<p>{'More words here. ' * 20}</p></body></html>"
+    )
 
 
 def _choose(page, document_id: int, title: str) -> tuple[str, str]:  # noqa: ANN001
@@ -50,9 +52,16 @@ def test_document_fields_are_shown_as_text(ui_page, ui_server, tmp_path) -> None
     dialogs, stray = watch(page, ui_server.url)
     # File names carrying payloads, uploaded through the API (a TXT's title is its file name).
     for i, name in enumerate(NAME_PAYLOADS):
-        r = page.request.post(ui_server.url + "/api/documents", multipart={"file": {
-            "name": f"{name} {i}.txt", "mimeType": "text/plain",
-            "buffer": b"Nothing but plain words here. " * (30 + i)}})  # other bytes: another document
+        r = page.request.post(
+            ui_server.url + "/api/documents",
+            multipart={
+                "file": {
+                    "name": f"{name} {i}.txt",
+                    "mimeType": "text/plain",
+                    "buffer": b"Nothing but plain words here. " * (30 + i),
+                }
+            },
+        )  # other bytes: another document
         assert r.status == 201, r.text()
     page.goto(ui_server.url + "/")
     page.locator("#ask").wait_for(state="visible", timeout=60_000)
@@ -65,8 +74,7 @@ def test_document_fields_are_shown_as_text(ui_page, ui_server, tmp_path) -> None
 
     # A Markdown file with payloads in its headings (its title comes from a heading).
     md = tmp_path / "notes.md"
-    md.write_text(f"# {PAYLOADS[4]} heading\n\nSome words.\n\n## Next {PAYLOADS[0]}\n\n- a list\n",
-                  encoding="utf-8")
+    md.write_text(f"# {PAYLOADS[4]} heading\n\nSome words.\n\n## Next {PAYLOADS[0]}\n\n- a list\n", encoding="utf-8")
     upload(page, md, "Markdown")
 
     # Every document chosen in the list: its option and info line show the title as stored.

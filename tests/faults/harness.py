@@ -37,8 +37,13 @@ STALE_AFTER_S = 4
 MAX_ATTEMPTS = 3
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float, what: str, poll_s: float = 0.2,
-               diagnose: Callable[[], str] = lambda: "") -> float:
+def wait_until(
+    condition: Callable[[], bool],
+    timeout_s: float,
+    what: str,
+    poll_s: float = 0.2,
+    diagnose: Callable[[], str] = lambda: "",
+) -> float:
     """Poll until `condition()`; returns the seconds it took; AssertionError (with `diagnose()`) on timeout."""
     started = time.monotonic()
     while True:
@@ -201,8 +206,14 @@ class WorkerProcess:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(worker_command(), env=self.env, cwd=REPO_ROOT, stdout=self.log.open("ab"),
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            worker_command(),
+            env=self.env,
+            cwd=REPO_ROOT,
+            stdout=self.log.open("ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     @property
     def alive(self) -> bool:
@@ -233,8 +244,10 @@ class WorkerProcess:
 
     def claimed(self, reading_id: int) -> list[tuple[int, int]]:
         """(chunk, attempt) of every claim of `reading_id` in this worker's log."""
-        return [(int(c), int(a)) for c, a in
-                re.findall(rf"claimed reading {reading_id} at chunk (\d+) \(attempt (\d+)\)", self.output())]
+        return [
+            (int(c), int(a))
+            for c, a in re.findall(rf"claimed reading {reading_id} at chunk (\d+) \(attempt (\d+)\)", self.output())
+        ]
 
 
 @dataclass
@@ -284,8 +297,7 @@ class Cluster:
             self.workers.append(None)  # type: ignore[arg-type]
         for i, w in enumerate(self.workers):
             if w is None or not w.alive:
-                self.workers[i] = WorkerProcess(f"worker{i + 1}", self.worker_env(),
-                                                self.folder / f"worker{i + 1}.log")
+                self.workers[i] = WorkerProcess(f"worker{i + 1}", self.worker_env(), self.folder / f"worker{i + 1}.log")
                 self.workers[i].start()
         if not wait:
             return
@@ -320,8 +332,13 @@ class Cluster:
                 start_new_session=True,
             )
             url = f"http://127.0.0.1:{self.app_port}"
-            wait_until(lambda: httpx.get(f"{url}/healthz", timeout=2).status_code == 200, 180,
-                       "the production web app to answer /healthz", poll_s=0.5, diagnose=lambda: _tail(log))
+            wait_until(
+                lambda: httpx.get(f"{url}/healthz", timeout=2).status_code == 200,
+                180,
+                "the production web app to answer /healthz",
+                poll_s=0.5,
+                diagnose=lambda: _tail(log),
+            )
         return f"http://127.0.0.1:{self.app_port}"
 
     def holder(self, reading_id: int, attempt: int) -> WorkerProcess:
@@ -363,8 +380,10 @@ def record(test: str, figures: dict) -> None:
              "| notes |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for name, f in sorted(data.items()):
-        lines.append(f"| {name} | {f.get('fault', '')} | {f.get('readings', '')} | {f.get('lost_readings', '')} | "
-                     f"{f.get('lost_checkpoints', '')} / {f.get('duplicate_checkpoints', '')} | "
-                     f"{f.get('recovery_s', '')} | {f.get('completed_s', '')} | {f.get('notes', '')} |")
+        lines.append(
+            f"| {name} | {f.get('fault', '')} | {f.get('readings', '')} | {f.get('lost_readings', '')} | "
+            f"{f.get('lost_checkpoints', '')} / {f.get('duplicate_checkpoints', '')} | "
+            f"{f.get('recovery_s', '')} | {f.get('completed_s', '')} | {f.get('notes', '')} |"
+        )
     (RESULTS / "faults.md").write_text("\n".join(lines) + "\n")
     print(f"\nFAULT FIGURES {test}: {json.dumps(figures, sort_keys=True)}")

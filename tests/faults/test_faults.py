@@ -58,8 +58,14 @@ def state(cluster: Cluster, reading_id: int) -> Reading:
 def rows(cluster: Cluster, reading_id: int) -> list[tuple[int, int]]:
     """(step, checkpoint id) of every stored checkpoint, by step."""
     with session_scope(cluster.database_url) as db:
-        return [tuple(x) for x in db.execute(select(Checkpoint.step, Checkpoint.id)
-                                             .where(Checkpoint.reading_id == reading_id).order_by(Checkpoint.step))]
+        return [
+            tuple(x)
+            for x in db.execute(
+                select(Checkpoint.step, Checkpoint.id)
+                .where(Checkpoint.reading_id == reading_id)
+                .order_by(Checkpoint.step)
+            )
+        ]
 
 
 def steps_of(cluster: Cluster, ids: list[int]) -> dict[int, list[tuple[int, int]]]:
@@ -72,8 +78,9 @@ def all_done(cluster: Cluster, ids: list[int]) -> bool:
 
 def progressed(cluster: Cluster, before: dict[int, list[tuple[int, int]]]) -> bool:
     """A reading stored a checkpoint beyond those it had at the fault (or finished)."""
-    return any(len(rows(cluster, i)) > len(b) or state(cluster, i).status == ReadingStatus.done
-               for i, b in before.items())
+    return any(
+        len(rows(cluster, i)) > len(b) or state(cluster, i).status == ReadingStatus.done for i, b in before.items()
+    )
 
 
 def lost(cluster: Cluster, ids: list[int], before: dict[int, list[tuple[int, int]]]) -> dict:
@@ -89,8 +96,13 @@ def lost(cluster: Cluster, ids: list[int], before: dict[int, list[tuple[int, int
         missing += len(set(range(1, (r.total_chunks or 0) + 1)) - set(steps))
         duplicates += len(steps) - len(set(steps))
         rewritten += len(set(before.get(i, [])) - set(stored))
-    return {"lost_readings": len(not_done), "lost_checkpoints": missing, "duplicate_checkpoints": duplicates,
-            "rewritten_checkpoints": rewritten, "not_done": not_done}
+    return {
+        "lost_readings": len(not_done),
+        "lost_checkpoints": missing,
+        "duplicate_checkpoints": duplicates,
+        "rewritten_checkpoints": rewritten,
+        "not_done": not_done,
+    }
 
 
 def assert_nothing_lost(figures: dict, cluster: Cluster) -> None:
@@ -99,14 +111,23 @@ def assert_nothing_lost(figures: dict, cluster: Cluster) -> None:
 
 
 def wait_checkpoints(cluster: Cluster, reading_id: int, n: int, poll_s: float = 0.05) -> None:
-    wait_until(lambda: len(rows(cluster, reading_id)) >= n, READ_TIMEOUT_S, f"reading {reading_id} step {n}",
-               poll_s=poll_s, diagnose=cluster.logs)
+    wait_until(
+        lambda: len(rows(cluster, reading_id)) >= n,
+        READ_TIMEOUT_S,
+        f"reading {reading_id} step {n}",
+        poll_s=poll_s,
+        diagnose=cluster.logs,
+    )
 
 
 def wait_done(cluster: Cluster, ids: list[int], timeout_s: float = READ_TIMEOUT_S) -> float:
-    return wait_until(lambda: all_done(cluster, ids), timeout_s, f"readings {ids} to be done", poll_s=0.5,
-                      diagnose=lambda: f"{[(i, state(cluster, i).status, state(cluster, i).error) for i in ids]}\n"
-                                       f"{cluster.logs()}")
+    return wait_until(
+        lambda: all_done(cluster, ids),
+        timeout_s,
+        f"readings {ids} to be done",
+        poll_s=0.5,
+        diagnose=lambda: f"{[(i, state(cluster, i).status, state(cluster, i).error) for i in ids]}\n{cluster.logs()}",
+    )
 
 
 @pytest.mark.parametrize("point", ["after-claim", "mid-reading", "after-checkpoint"])
@@ -117,8 +138,13 @@ def test_killed_worker_its_reading_is_finished_by_the_other_from_its_last_checkp
     other.pause()
     try:
         (rid,) = ask(cluster, 1)
-        wait_until(lambda: state(cluster, rid).status == ReadingStatus.running, 120, "the claim", poll_s=0.02,
-                   diagnose=cluster.logs)
+        wait_until(
+            lambda: state(cluster, rid).status == ReadingStatus.running,
+            120,
+            "the claim",
+            poll_s=0.02,
+            diagnose=cluster.logs,
+        )
     finally:
         other.resume()
     assert [a for _, a in holder.claimed(rid)] == [1], cluster.logs()
@@ -130,12 +156,19 @@ def test_killed_worker_its_reading_is_finished_by_the_other_from_its_last_checkp
     before = steps_of(cluster, [rid])
     holder.kill()
     killed = time.monotonic()
-    recovery = wait_until(lambda: progressed(cluster, before), READ_TIMEOUT_S, "the other worker to read on",
-                          diagnose=cluster.logs)
+    recovery = wait_until(
+        lambda: progressed(cluster, before), READ_TIMEOUT_S, "the other worker to read on", diagnose=cluster.logs
+    )
     wait_done(cluster, [rid])
-    figures = {"fault": f"kill -9 the reading's worker {point}", "readings": 1, **lost(cluster, [rid], before),
-               "killed_at_step": len(before[rid]), "recovery_s": round(recovery, 1),
-               "completed_s": round(time.monotonic() - killed, 1), "stale_after_s": STALE_AFTER_S}
+    figures = {
+        "fault": f"kill -9 the reading's worker {point}",
+        "readings": 1,
+        **lost(cluster, [rid], before),
+        "killed_at_step": len(before[rid]),
+        "recovery_s": round(recovery, 1),
+        "completed_s": round(time.monotonic() - killed, 1),
+        "stale_after_s": STALE_AFTER_S,
+    }
     r = state(cluster, rid)
     resumed_at = [chunk for chunk, attempt in other.claimed(rid) if attempt == 2]
     figures["notes"] = f"taken up by the other worker at chunk {resumed_at} (attempt {r.attempts})"
@@ -150,8 +183,15 @@ def test_killed_worker_its_reading_is_finished_by_the_other_from_its_last_checkp
 def state_seconds(cluster: Cluster, reading_id: int) -> float:
     """Seconds the last step of the reading took."""
     with session_scope(cluster.database_url) as db:
-        return db.scalar(select(Checkpoint.seconds).where(Checkpoint.reading_id == reading_id)
-                         .order_by(Checkpoint.step.desc()).limit(1)) or 1.0
+        return (
+            db.scalar(
+                select(Checkpoint.seconds)
+                .where(Checkpoint.reading_id == reading_id)
+                .order_by(Checkpoint.step.desc())
+                .limit(1)
+            )
+            or 1.0
+        )
 
 
 def test_two_workers_racing_on_the_same_readings_read_each_once(cluster):
@@ -162,9 +202,14 @@ def test_two_workers_racing_on_the_same_readings_read_each_once(cluster):
     started = time.monotonic()
     wait_done(cluster, ids, timeout_s=2 * READ_TIMEOUT_S)
     claims = {w.name: sum(len(w.claimed(i)) for i in ids) for w in cluster.workers}
-    figures = {"fault": "two workers racing for 4 readings (4 extra passes requested)", "readings": len(ids),
-               **lost(cluster, ids, {}), "recovery_s": 0.0, "completed_s": round(time.monotonic() - started, 1),
-               "notes": f"claims per worker {claims}"}
+    figures = {
+        "fault": "two workers racing for 4 readings (4 extra passes requested)",
+        "readings": len(ids),
+        **lost(cluster, ids, {}),
+        "recovery_s": 0.0,
+        "completed_s": round(time.monotonic() - started, 1),
+        "notes": f"claims per worker {claims}",
+    }
     record("two_workers_racing", figures)
     assert_nothing_lost(figures, cluster)
     assert sum(claims.values()) == len(ids), claims  # each reading claimed once, by one worker
@@ -177,17 +222,27 @@ def test_a_reading_that_keeps_killing_its_worker_fails_clearly_and_resumes(clust
     started = time.monotonic()
     for attempt in range(1, MAX_ATTEMPTS + 1):
         # Each worker that takes it up dies after one new checkpoint (as an out-of-memory kill would).
-        wait_until(lambda a=attempt: any(x == a for w in cluster.workers for _, x in w.claimed(rid)), 120,
-                   f"claim {attempt}", poll_s=0.05, diagnose=cluster.logs)
+        wait_until(
+            lambda a=attempt: any(x == a for w in cluster.workers for _, x in w.claimed(rid)),
+            120,
+            f"claim {attempt}",
+            poll_s=0.05,
+            diagnose=cluster.logs,
+        )
         wait_checkpoints(cluster, rid, attempt, poll_s=0.01)
         cluster.holder(rid, attempt).kill()
         cluster.ensure_workers(wait=False)  # its supervisor starts it again
-    failed = wait_until(lambda: state(cluster, rid).status == ReadingStatus.failed, 60, "the attempts cap",
-                        diagnose=cluster.logs)
+    failed = wait_until(
+        lambda: state(cluster, rid).status == ReadingStatus.failed, 60, "the attempts cap", diagnose=cluster.logs
+    )
     r = state(cluster, rid)
     cap_error = r.error
-    assert f"the worker stopped {MAX_ATTEMPTS} times while reading this (last at chunk {MAX_ATTEMPTS + 1} of " \
-           f"{r.total_chunks}" in r.error and "resume" in r.error, r.error
+    assert (
+        f"the worker stopped {MAX_ATTEMPTS} times while reading this (last at chunk {MAX_ATTEMPTS + 1} of "
+        f"{r.total_chunks}"
+        in r.error
+        and "resume" in r.error
+    ), r.error
     before = steps_of(cluster, [rid])
     assert [step for step, _ in before[rid]] == list(range(1, MAX_ATTEMPTS + 1))
 
@@ -198,11 +253,17 @@ def test_a_reading_that_keeps_killing_its_worker_fails_clearly_and_resumes(clust
     wait_done(cluster, [rid])
     r = state(cluster, rid)
     claims = [c for w in cluster.workers for c in w.claimed(rid)]
-    figures = {"fault": f"kill -9 every worker that takes the reading up ({MAX_ATTEMPTS} times)", "readings": 1,
-               **lost(cluster, [rid], before), "capped_after_s": round(time.monotonic() - started, 1),
-               "failed_detected_s": round(failed, 1), "recovery_s": round(time.monotonic() - resumed_at, 1),
-               "completed_s": round(time.monotonic() - resumed_at, 1), "error_at_cap": cap_error,
-               "notes": f"failed at the attempts cap; claims (chunk, attempt): {sorted(claims)}"}
+    figures = {
+        "fault": f"kill -9 every worker that takes the reading up ({MAX_ATTEMPTS} times)",
+        "readings": 1,
+        **lost(cluster, [rid], before),
+        "capped_after_s": round(time.monotonic() - started, 1),
+        "failed_detected_s": round(failed, 1),
+        "recovery_s": round(time.monotonic() - resumed_at, 1),
+        "completed_s": round(time.monotonic() - resumed_at, 1),
+        "error_at_cap": cap_error,
+        "notes": f"failed at the attempts cap; claims (chunk, attempt): {sorted(claims)}",
+    }
     record("attempts_cap_then_resume", figures)
     assert_nothing_lost(figures, cluster)
     # resumed after the last checkpoint, the count started again: claims of chunks 1, 2, 3, then 4 afresh
@@ -227,20 +288,28 @@ def test_model_server_killed_mid_reading_readings_wait_then_finish(cluster):
                 return True
         return False
 
-    noticed = wait_until(waiting_note, 60, "the readings to wait for the model server", poll_s=0.1,
-                         diagnose=cluster.logs)
+    noticed = wait_until(
+        waiting_note, 60, "the readings to wait for the model server", poll_s=0.1, diagnose=cluster.logs
+    )
     time.sleep(2 * STALE_AFTER_S)  # an outage of a while: workers keep trying, nothing fails
     assert all(state(cluster, i).status in (ReadingStatus.queued, ReadingStatus.running) for i in ids)
     restart_s = cluster.model.start()
     back = time.monotonic()
-    recovery = wait_until(lambda: progressed(cluster, before), READ_TIMEOUT_S, "reading after the server is back",
-                          diagnose=cluster.logs)
+    recovery = wait_until(
+        lambda: progressed(cluster, before), READ_TIMEOUT_S, "reading after the server is back", diagnose=cluster.logs
+    )
     wait_done(cluster, ids)
-    figures = {"fault": "kill -9 the vLLM server mid-reading, start it again", "readings": len(ids),
-               **lost(cluster, ids, before), "noticed_s": round(noticed, 1), "server_restart_s": round(restart_s, 1),
-               "outage_s": round(back - killed, 1), "recovery_s": round(recovery, 1),
-               "completed_s": round(time.monotonic() - back, 1),
-               "notes": f"while down: queued, '{notes[0][:90]}…'; recovery_s counts from the server being back"}
+    figures = {
+        "fault": "kill -9 the vLLM server mid-reading, start it again",
+        "readings": len(ids),
+        **lost(cluster, ids, before),
+        "noticed_s": round(noticed, 1),
+        "server_restart_s": round(restart_s, 1),
+        "outage_s": round(back - killed, 1),
+        "recovery_s": round(recovery, 1),
+        "completed_s": round(time.monotonic() - back, 1),
+        "notes": f"while down: queued, '{notes[0][:90]}…'; recovery_s counts from the server being back",
+    }
     record("model_server_killed", figures)
     assert_nothing_lost(figures, cluster)
     # The outage was not counted as a crash: the reading was claimed once more, not capped.
@@ -272,8 +341,12 @@ def test_redis_restarted_mid_reading(cluster, redis_server):
             w.resume()
     # Work asked for after the restart goes through the broker again.
     (late,) = ask(cluster, 1)
-    recovery = wait_until(lambda: state(cluster, late).status != ReadingStatus.queued, READ_TIMEOUT_S,
-                          "a reading asked after the restart to be taken up", diagnose=cluster.logs)
+    recovery = wait_until(
+        lambda: state(cluster, late).status != ReadingStatus.queued,
+        READ_TIMEOUT_S,
+        "a reading asked after the restart to be taken up",
+        diagnose=cluster.logs,
+    )
     wait_done(cluster, ids + [late])
     figures = {
         "fault": "kill -9 Redis (append-only, fsync always) mid-reading, start it again",
@@ -317,14 +390,20 @@ def test_postgres_restarted_mid_reading(fault_dir, redis_server, model_server):
         from app.db import get_engine
 
         get_engine(pg.url).dispose()  # this test process's own pooled connections
-        recovery = wait_until(lambda: progressed(own, before), READ_TIMEOUT_S, "reading after the restart",
-                              diagnose=own.logs)
+        recovery = wait_until(
+            lambda: progressed(own, before), READ_TIMEOUT_S, "reading after the restart", diagnose=own.logs
+        )
         wait_done(own, ids)
         attempts = [state(own, i).attempts for i in ids]
-        figures = {"fault": "restart PostgreSQL (pg_ctl stop -m fast, 2 s, start) mid-reading",
-                   "readings": len(ids), **lost(own, ids, before), "postgres_down_s": round(back - stopped, 1),
-                   "recovery_s": round(recovery, 1), "completed_s": round(time.monotonic() - back, 1),
-                   "notes": f"recovery_s from PostgreSQL back; attempts {attempts}"}
+        figures = {
+            "fault": "restart PostgreSQL (pg_ctl stop -m fast, 2 s, start) mid-reading",
+            "readings": len(ids),
+            **lost(own, ids, before),
+            "postgres_down_s": round(back - stopped, 1),
+            "recovery_s": round(recovery, 1),
+            "completed_s": round(time.monotonic() - back, 1),
+            "notes": f"recovery_s from PostgreSQL back; attempts {attempts}",
+        }
         record("postgres_restarted", figures)
         assert_nothing_lost(figures, own)
         assert all(w.alive for w in own.workers)  # the workers reconnected, none crashed
@@ -351,15 +430,28 @@ def test_the_production_app_serves_two_readers_while_a_worker_dies(cluster):
         auth.append({"Authorization": f"Bearer {r.json()['access_token']}"})
     ids = []
     for i, headers in enumerate(auth):
-        up = httpx.post(f"{url}/api/documents", headers=headers, timeout=60,
-                        files={"file": (f"reader{i}.txt", f"{uuid.uuid4()}\n\n{DOCUMENT}".encode(), "text/plain")})
+        up = httpx.post(
+            f"{url}/api/documents",
+            headers=headers,
+            timeout=60,
+            files={"file": (f"reader{i}.txt", f"{uuid.uuid4()}\n\n{DOCUMENT}".encode(), "text/plain")},
+        )
         assert up.status_code == 201, up.text
-        asked = httpx.post(f"{url}/api/documents/{up.json()['id']}/readings", headers=headers,
-                           json={"question": QUESTIONS[i]}, timeout=60)
+        asked = httpx.post(
+            f"{url}/api/documents/{up.json()['id']}/readings",
+            headers=headers,
+            json={"question": QUESTIONS[i]},
+            timeout=60,
+        )
         assert asked.status_code == 201, asked.text
         ids.append(asked.json()["id"])
-    wait_until(lambda: any(len(rows(cluster, i)) >= 2 for i in ids), READ_TIMEOUT_S, "a second checkpoint",
-               poll_s=0.05, diagnose=cluster.logs)
+    wait_until(
+        lambda: any(len(rows(cluster, i)) >= 2 for i in ids),
+        READ_TIMEOUT_S,
+        "a second checkpoint",
+        poll_s=0.05,
+        diagnose=cluster.logs,
+    )
     before = steps_of(cluster, ids)
     victim = next(w for w in cluster.workers if any(w.claimed(i) for i in ids))
     victim.kill()
@@ -368,11 +460,21 @@ def test_the_production_app_serves_two_readers_while_a_worker_dies(cluster):
     def answered(i: int, headers: dict) -> bool:
         return httpx.get(f"{url}/api/readings/{i}", headers=headers, timeout=10).json()["status"] == "done"
 
-    wait_until(lambda: all(answered(i, h) for i, h in zip(ids, auth)), 2 * READ_TIMEOUT_S,
-               "both readers' answers through the API", poll_s=0.5, diagnose=cluster.logs)
-    figures = {"fault": "kill -9 a worker while two readers read through the production web app",
-               "readings": len(ids), **lost(cluster, ids, before), "recovery_s": "",
-               "completed_s": round(time.monotonic() - killed, 1), "notes": "API with bearer tokens, sign-in on"}
+    wait_until(
+        lambda: all(answered(i, h) for i, h in zip(ids, auth)),
+        2 * READ_TIMEOUT_S,
+        "both readers' answers through the API",
+        poll_s=0.5,
+        diagnose=cluster.logs,
+    )
+    figures = {
+        "fault": "kill -9 a worker while two readers read through the production web app",
+        "readings": len(ids),
+        **lost(cluster, ids, before),
+        "recovery_s": "",
+        "completed_s": round(time.monotonic() - killed, 1),
+        "notes": "API with bearer tokens, sign-in on",
+    }
     record("production_app_worker_killed", figures)
     assert_nothing_lost(figures, cluster)
     # Each reader's reading is invisible to the other: 404, as for an id that does not exist.

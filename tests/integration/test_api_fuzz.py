@@ -30,8 +30,9 @@ def test_no_api_operation_answers_a_server_error(settings):
         operation = result.ok()
 
         @given(case=operation.as_strategy())
-        @hypothesis_settings(max_examples=EXAMPLES, deadline=None, database=None,
-                             suppress_health_check=list(HealthCheck))
+        @hypothesis_settings(
+            max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+        )
         def call(case) -> None:  # noqa: ANN001
             response = case.call()
             tried.append(response.status_code)
@@ -39,7 +40,9 @@ def test_no_api_operation_answers_a_server_error(settings):
                 errors.append(f"{case.method} {case.formatted_path} -> {response.status_code}: {response.text[:300]}")
 
         call()
-    print(f"\n{len(tried)} generated requests to {len(list(schema.get_all_operations()))} operations; statuses: "
-          f"{ {s: tried.count(s) for s in sorted(set(tried))} }")
+    print(
+        f"\n{len(tried)} generated requests to {len(list(schema.get_all_operations()))} operations; statuses: "
+        f"{ {s: tried.count(s) for s in sorted(set(tried))} }"
+    )
     assert len(tried) > 100
     assert not errors, "\n".join(errors[:20])

@@ -104,8 +104,9 @@ def test_failed_sign_ins_are_rate_limited_with_a_clear_message(client, prod):
     assert 1 <= wait <= users.FAILURE_WINDOW_S
     assert r.json()["detail"] == f"too many failed sign-ins; try again in {wait} s"
     # The sign-in page says the same.
-    page = client.post("/login", data={"username": alice.username, "password": PASSWORD},
-                       headers={"Origin": "http://testserver"})
+    page = client.post(
+        "/login", data={"username": alice.username, "password": PASSWORD}, headers={"Origin": "http://testserver"}
+    )
     assert page.status_code == 429 and "try again in" in page.text
     # Per client as well: the same client guessing other names is stopped too.
     users.SIGN_INS.clear()
@@ -116,8 +117,14 @@ def test_failed_sign_ins_are_rate_limited_with_a_clear_message(client, prod):
 
 
 def _concrete(path: str) -> str:
-    return path.replace("{document_id}", "1").replace("{reading_id}", "1").replace("{step}", "1") \
-        .replace("{page}", "1").replace("{user_id}", "1").replace("{path:path}", "x")
+    return (
+        path.replace("{document_id}", "1")
+        .replace("{reading_id}", "1")
+        .replace("{step}", "1")
+        .replace("{page}", "1")
+        .replace("{user_id}", "1")
+        .replace("{path:path}", "x")
+    )
 
 
 def _all_routes(client, prod) -> list[tuple[str, str]]:
@@ -155,8 +162,10 @@ def test_production_answers_401_on_every_route_without_credentials(client, prod)
     assert client.get("/healthz").status_code == 200
     assert client.get("/login").status_code == 200
     assert client.get("/app-static/longread.css").status_code == 200
-    print(f"\n{len(seen)} route/method pairs tried without credentials, each answered 401 but the public "
-          f"{sorted(public)}:")
+    print(
+        f"\n{len(seen)} route/method pairs tried without credentials, each answered 401 but the public "
+        f"{sorted(public)}:"
+    )
     for m, p, c in seen:
         print(f"  {c}  {m:<6} {p}")
 
@@ -172,8 +181,12 @@ def test_sign_in_sets_a_safe_session_cookie_and_csrf_is_refused(client, prod):
     same = {"Origin": "http://testserver"}
     bad = client.post("/login", data={"username": alice.username, "password": "nope-nope"}, headers=same)
     assert bad.status_code == 401 and "wrong username or password" in bad.text
-    r = client.post("/login", data={"username": alice.username, "password": PASSWORD, "next": "//evil.example/"},
-                    headers=same, follow_redirects=False)
+    r = client.post(
+        "/login",
+        data={"username": alice.username, "password": PASSWORD, "next": "//evil.example/"},
+        headers=same,
+        follow_redirects=False,
+    )
     assert r.status_code == 303 and r.headers["location"] == "/"  # no open redirect
     cookie = r.headers["set-cookie"]
     assert "longread_session=" in cookie and "HttpOnly" in cookie and "SameSite=lax" in cookie.replace("Lax", "lax")
@@ -185,8 +198,14 @@ def test_sign_in_sets_a_safe_session_cookie_and_csrf_is_refused(client, prod):
     assert client.post("/api/readings/999999/cancel", headers={"Referer": "https://evil.example/x"}).status_code == 403
     assert client.post("/api/readings/999999/cancel").status_code == 403  # no Origin nor Referer with a cookie
     # Sign-in itself is guarded too (login CSRF).
-    assert client.post("/login", data={"username": alice.username, "password": PASSWORD},
-                       headers={"Origin": "https://evil.example"}).status_code == 403
+    assert (
+        client.post(
+            "/login",
+            data={"username": alice.username, "password": PASSWORD},
+            headers={"Origin": "https://evil.example"},
+        ).status_code
+        == 403
+    )
     out = client.post("/logout", headers=same, follow_redirects=False)
     assert out.status_code == 303 and out.headers["location"] == "/login"
     assert client.get("/api/auth/me").status_code == 401
@@ -205,8 +224,14 @@ def test_refuses_to_start_with_the_default_secret_or_sqlite(postgres_url, tmp_pa
     env = {**os.environ, "LONGREAD_MODE": "production", "LONGREAD_DATA_DIR": str(tmp_path / "d")}
     for key in ("LONGREAD_SECRET_KEY", "LONGREAD_DATABASE_URL"):
         env.pop(key, None)
-    p = subprocess.run([sys.executable, "-m", "app.cli", "serve", "--no-worker"], cwd=REPO_ROOT, env=env,
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "app.cli", "serve", "--no-worker"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode != 0
     assert "LONGREAD_SECRET_KEY" in p.stderr and "LONGREAD_DATABASE_URL" in p.stderr, p.stderr
     assert not (tmp_path / "d" / "longread.db").exists()  # refused before migrating
@@ -226,8 +251,12 @@ def test_embedded_mode_acts_as_the_local_admin(tmp_path):
         assert c.get("/api/users").status_code == 200  # an admin
         assert c.get("/", headers={"Accept": "text/html"}).status_code == 200  # straight to the app
         # Another site's page cannot drive the local app.
-        assert c.post("/api/documents", files={"file": ("x.txt", b"x")},
-                      headers={"Origin": "https://evil.example"}).status_code == 403
+        assert (
+            c.post(
+                "/api/documents", files={"file": ("x.txt", b"x")}, headers={"Origin": "https://evil.example"}
+            ).status_code
+            == 403
+        )
     # The local admin cannot sign in (no password) until it is given one.
     with pytest.raises(users.SignInFailed):
         users.authenticate(s, users.LOCAL_USERNAME, "")

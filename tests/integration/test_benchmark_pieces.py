@@ -36,8 +36,9 @@ def test_reference_loop_makes_one_request_per_chunk_per_question(vllm_engine, to
     chunks = -(-len(tokenizer.encode(LIGHTHOUSE.strip(), add_special_tokens=False)) // chunk_tokens)
     assert chunks >= 2
     items = [("Who keeps the lighthouse?", LIGHTHOUSE), ("What colour is the door?", LIGHTHOUSE)]
-    results = read_reference(vllm_engine.base_url, vllm_engine.model_name(), tokenizer, items,
-                             chunk_tokens, max_new, concurrency=2)
+    results = read_reference(
+        vllm_engine.base_url, vllm_engine.model_name(), tokenizer, items, chunk_tokens, max_new, concurrency=2
+    )
     assert len(results) == 2
     for r in results:
         assert r.output.strip() and r.memory.strip()

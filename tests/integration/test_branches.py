@@ -202,7 +202,9 @@ def test_edit_and_branches_through_the_api_and_the_cli(settings, tokenizer, monk
         branch = r.json()
         assert (branch["parent_reading_id"], branch["branched_at_step"], branch["status"]) == (a, 2, "queued")
         assert [(c["step"], c["origin"], c["edited_by"]) for c in branch["checkpoints"]] == [
-            (1, "agent", None), (2, "edited", "api:local")]  # fmt: skip (the entry point and the user)
+            (1, "agent", None),
+            (2, "edited", "api:local"),
+        ]  # fmt: skip (the entry point and the user)
         assert [x["id"] for x in client.get(f"/api/readings/{a}/branches").json()] == [branch["id"]]
         cps = client.get(f"/api/readings/{branch['id']}/checkpoints", params={"with_chunks": "true"}).json()
         assert [c["step"] for c in cps["checkpoints"]] == [1, 2] and cps["checkpoints"][0]["chunk"]

@@ -21,8 +21,13 @@ DOC = DOC.strip()  # parsing drops trailing whitespace; the checkpoints tile the
 def test_ask_json_prints_one_object_with_every_checkpoint(tmp_path):
     doc = tmp_path / "ledger.txt"
     doc.write_text(DOC)
-    env = {**os.environ, "LONGREAD_DATA_DIR": str(tmp_path / "data"), "LONGREAD_MODEL_CACHE_DIR": str(MODEL_CACHE),
-           "LONGREAD_ANSWER_TOKENS": "24", "LONGREAD_ENGINE": "transformers"}  # no vLLM start per `ask`
+    env = {
+        **os.environ,
+        "LONGREAD_DATA_DIR": str(tmp_path / "data"),
+        "LONGREAD_MODEL_CACHE_DIR": str(MODEL_CACHE),
+        "LONGREAD_ANSWER_TOKENS": "24",
+        "LONGREAD_ENGINE": "transformers",
+    }  # no vLLM start per `ask`
     out = subprocess.run(
         [
             sys.executable,
@@ -58,7 +63,24 @@ def test_ask_json_prints_one_object_with_every_checkpoint(tmp_path):
         assert isinstance(r["id"], int) and {c["origin"] for c in steps} == {"agent"}
 
     # the readings were stored: the same document can be asked again by id
-    again = subprocess.run([sys.executable, "-m", "app.cli", "ask", "1", "-q", "Who kept the ledger?",
-                            "--chunk-tokens", "400", "--memory-tokens", "16"],
-                           env=env, capture_output=True, text=True, timeout=600, check=True)
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "ask",
+            "1",
+            "-q",
+            "Who kept the ledger?",
+            "--chunk-tokens",
+            "400",
+            "--memory-tokens",
+            "16",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     assert "Q: Who kept the ledger?" in again.stdout and "(done, 1 chunks)" in again.stdout

@@ -42,10 +42,15 @@ def test_ask_follows_the_running_workers_reading_and_loads_no_model(tmp_path, mo
                         broker_url=f"sqla+sqlite:///{tmp_path / 'broker.db'}", model_cache_dir=MODEL_CACHE,
                         chunk_tokens=96, memory_tokens=32, answer_tokens=16, engine="vllm-local")  # fmt: skip
     upgrade(settings.resolved_database_url)
-    env = {**os.environ, "LONGREAD_DATA_DIR": str(settings.data_dir), "LONGREAD_DATABASE_URL": settings.database_url,
-           "LONGREAD_BROKER_URL": settings.broker_url, "LONGREAD_MODEL_CACHE_DIR": str(MODEL_CACHE),
-           "OMP_NUM_THREADS": "1",
-           "LONGREAD_ENGINE": "transformers"}  # the server's worker: in-process model, quick to start here
+    env = {
+        **os.environ,
+        "LONGREAD_DATA_DIR": str(settings.data_dir),
+        "LONGREAD_DATABASE_URL": settings.database_url,
+        "LONGREAD_BROKER_URL": settings.broker_url,
+        "LONGREAD_MODEL_CACHE_DIR": str(MODEL_CACHE),
+        "OMP_NUM_THREADS": "1",
+        "LONGREAD_ENGINE": "transformers",
+    }  # the server's worker: in-process model, quick to start here
     worker = WorkerGroup(worker_command(), env, tmp_path / "worker.log")
     try:
         with session_scope(settings.resolved_database_url) as s:

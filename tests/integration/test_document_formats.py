@@ -47,8 +47,9 @@ def test_pdf_pages_and_checkpoint_provenance(client, settings, tokenizer):
     doc = client.post("/api/documents", files={"file": ("cuad-000.pdf", data)}).json()
     assert doc["format"] == "pdf" and doc["page_unit"] == "page" and doc["pages"] == 12
     assert [p["label"] for p in doc["page_map"]] == [str(i) for i in range(1, 13)]
-    reading = client.post(f"/api/documents/{doc['id']}/readings",
-                          json={"question": "Which law?", "chunk_tokens": 2000}).json()
+    reading = client.post(
+        f"/api/documents/{doc['id']}/readings", json={"question": "Which law?", "chunk_tokens": 2000}
+    ).json()
     run_readings(settings, [reading["id"]], FakeEngine(tokenizer, lambda p: "notes"))
     got = client.get(f"/api/readings/{reading['id']}").json()
     starts = [p["start"] for p in doc["page_map"]]

@@ -38,9 +38,7 @@ def test_eval_cases_json_reads_txt_md_and_pdf_and_agrees_with_the_verifier(tmp_p
     )  # fmt: skip
     result = json.loads(out.stdout)  # fails if anything else was printed on stdout
     assert set(result) == {"cases", "sub_em", "exact_match"}
-    assert [(c["document"], c["question"]) for c in result["cases"]] == [
-        (c["document"], c["question"]) for c in cases
-    ]
+    assert [(c["document"], c["question"]) for c in result["cases"]] == [(c["document"], c["question"]) for c in cases]
     for printed, case in zip(result["cases"], cases):
         assert set(printed) == {"document", "question", "answer", "correct"}
         assert isinstance(printed["answer"], str) and isinstance(printed["correct"], bool)

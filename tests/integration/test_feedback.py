@@ -123,8 +123,10 @@ def test_feedback_is_validated(db_settings, tokenizer):
 def test_feedback_through_the_api(settings, tokenizer):
     doc_id, (a, b) = _answered(settings, tokenizer, ["Rent?", "Due?"])
     with TestClient(create_app(settings)) as client:
-        r = client.post(f"/api/readings/{a}/feedback",
-                        json={"verdict": "incorrect", "corrected_answer": "60 crowns", "comment": "<b>no</b>"})
+        r = client.post(
+            f"/api/readings/{a}/feedback",
+            json={"verdict": "incorrect", "corrected_answer": "60 crowns", "comment": "<b>no</b>"},
+        )
         assert r.status_code == 201, r.text
         assert r.json() | {"created_at": None, "id": None} == {
             "id": None, "reading_id": a, "document_id": doc_id, "question": "Rent?", "answer": "59 crowns",

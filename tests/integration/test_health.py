@@ -32,8 +32,9 @@ def _beat(settings, name, state, detail=None, age_s=0.0):
         health.beat(s, name, "vllm-local", state, detail)
         if age_s:
             s.flush()
-            s.execute(update(Worker).where(Worker.name == name)
-                      .values(heartbeat_at=utcnow() - timedelta(seconds=age_s)))
+            s.execute(
+                update(Worker).where(Worker.name == name).values(heartbeat_at=utcnow() - timedelta(seconds=age_s))
+            )
 
 
 def test_the_health_of_workers_and_their_model(client, settings):
@@ -52,8 +53,13 @@ def test_the_health_of_workers_and_their_model(client, settings):
 
     _beat(settings, "b:2", "ready")  # any ready worker makes the model ready
     assert client.get("/api/health").json() | {"summary": ""} == {
-        "workers": 2, "engine_state": "ready", "engine": "vllm-local", "detail": None, "starting_for_s": None,
-        "summary": ""}
+        "workers": 2,
+        "engine_state": "ready",
+        "engine": "vllm-local",
+        "detail": None,
+        "starting_for_s": None,
+        "summary": "",
+    }
 
     # a worker killed with SIGKILL stops beating: it drops out; one that stops cleanly leaves at once
     _beat(settings, "b:2", "ready", age_s=health.ALIVE_S + 1)
@@ -78,10 +84,18 @@ def test_the_page_says_a_reading_waits_for_a_worker_instead_of_a_frozen_eta(sett
 
     # it was being read, then its worker died: its heartbeat goes stale
     with session_scope(settings.resolved_database_url) as s:
-        s.execute(update(Reading).where(Reading.id == rid).values(
-            status=ReadingStatus.running, cursor=2, total_chunks=9, created_at=utcnow() - timedelta(seconds=610),
-            started_at=utcnow() - timedelta(seconds=600),
-            heartbeat_at=utcnow() - timedelta(seconds=settings.stale_after_s + 5)))
+        s.execute(
+            update(Reading)
+            .where(Reading.id == rid)
+            .values(
+                status=ReadingStatus.running,
+                cursor=2,
+                total_chunks=9,
+                created_at=utcnow() - timedelta(seconds=610),
+                started_at=utcnow() - timedelta(seconds=600),
+                heartbeat_at=utcnow() - timedelta(seconds=settings.stale_after_s + 5),
+            )
+        )
     _beat(settings, "c:3", "ready")  # another worker is alive; this reading's is not
     with session_scope(settings.resolved_database_url) as s:
         h = health.health(s)

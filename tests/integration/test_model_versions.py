@@ -210,8 +210,12 @@ def test_the_bundled_model_and_the_reader_are_versions_from_the_first_start(fres
     assert base["lineage"] == ["smollm2"]
     card = (READER_ADAPTER / "MODEL_CARD.md").read_text(encoding="utf-8")
     assert f"`{reader['metrics']['lineage']['adapter_sha256']}`" in card
-    assert {k: round(x, 3) for k, x in reader["key_metrics"].items() if k in ("2K", "8K", "32K", "Governing Law")} \
-        == {"2K": 0.734, "8K": 0.844, "32K": 0.688, "Governing Law": 0.7}  # the card's "Measured" table
+    assert {k: round(x, 3) for k, x in reader["key_metrics"].items() if k in ("2K", "8K", "32K", "Governing Law")} == {
+        "2K": 0.734,
+        "8K": 0.844,
+        "32K": 0.688,
+        "Governing Law": 0.7,
+    }  # the card's "Measured" table
     assert base["key_metrics"]["2K"] == 0.4062 and base["key_metrics"]["Governing Law"] == 0.1
     # the reader reads with the settings' sizes, as the settings' model did before it was registered
     assert (reader["chunk_tokens"], reader["memory_tokens"], reader["template_set"]) == (None, None, "chunk-first")

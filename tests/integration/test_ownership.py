@@ -35,8 +35,11 @@ TABLE: list[tuple[str, str, str, int]] = []
 
 
 def _memory_then_answer(prompt: str) -> str:
-    return "The agreement is governed by the laws of somewhere." if "<memory>" in prompt and "boxed" not in prompt \
+    return (
+        "The agreement is governed by the laws of somewhere."
+        if "<memory>" in prompt and "boxed" not in prompt
         else "\\boxed{somewhere}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +56,20 @@ def world(postgres_url, tmp_path_factory, tokenizer):
     branch = readings.edit(settings, r.id, 1, "An edited memory.", enqueue=False, user=a)
     fb = feedback.add_feedback(settings, r.id, "correct", comment="fine", user=a)
     with TestClient(create_app(settings)) as client:
-        yield {"settings": settings, "a": a, "b": b, "admin": admin, "doc": doc.id, "reading": r.id,
-               "branch": branch.id, "feedback": fb.id, "client": client,
-               "ta": token(client, a.username), "tb": token(client, b.username),
-               "tadmin": token(client, admin.username)}
+        yield {
+            "settings": settings,
+            "a": a,
+            "b": b,
+            "admin": admin,
+            "doc": doc.id,
+            "reading": r.id,
+            "branch": branch.id,
+            "feedback": fb.id,
+            "client": client,
+            "ta": token(client, a.username),
+            "tb": token(client, b.username),
+            "tadmin": token(client, admin.username),
+        }
 
 
 #: (method, path template, JSON body): every route that takes a document or reading id
@@ -153,8 +166,18 @@ def test_the_same_bytes_uploaded_by_another_reader_are_their_own_document(world)
     assert c.get(f"/api/documents/{b_doc}/readings", headers=bearer(w["tb"])).json() == []
 
 
-HOSTILE_IDS = ["..%2F..", "..%2F..%2Fetc%2Fpasswd", "1;drop", "1%20OR%201=1", "99999999999999999999999", "-1",
-               "0", "2147483648", "1e3", "%00"]
+HOSTILE_IDS = [
+    "..%2F..",
+    "..%2F..%2Fetc%2Fpasswd",
+    "1;drop",
+    "1%20OR%201=1",
+    "99999999999999999999999",
+    "-1",
+    "0",
+    "2147483648",
+    "1e3",
+    "%00",
+]
 
 
 @pytest.mark.parametrize("method,template,body", ROUTES, ids=[f"{m} {t}" for m, t, _ in ROUTES])
@@ -170,8 +193,11 @@ def test_hostile_ids_get_404_or_422_never_500(world, method, template, body):
     assert huge.status_code == 404
 
 
-ADMIN_ROUTES = [("GET", "/api/users", None), ("POST", "/api/users", {"username": "mallory", "password": "12345678xx"}),
-                ("PATCH", "/api/users/1", {"role": "reader"})]
+ADMIN_ROUTES = [
+    ("GET", "/api/users", None),
+    ("POST", "/api/users", {"username": "mallory", "password": "12345678xx"}),
+    ("PATCH", "/api/users/1", {"role": "reader"}),
+]
 
 
 def test_admin_routes_need_an_admin(world):
@@ -186,8 +212,11 @@ def test_admin_routes_need_an_admin(world):
         assert anon.status_code == 401, anon.text
         assert reader.status_code == 403, reader.text
     assert c.get("/api/users", headers=bearer(w["tadmin"])).status_code == 200
-    made = c.post("/api/users", headers=bearer(w["tadmin"]),
-                  json={"username": f"c-{w['a'].username}", "password": "another password", "role": "reader"})
+    made = c.post(
+        "/api/users",
+        headers=bearer(w["tadmin"]),
+        json={"username": f"c-{w['a'].username}", "password": "another password", "role": "reader"},
+    )
     assert made.status_code == 201, made.text
     patched = c.patch(f"/api/users/{made.json()['id']}", headers=bearer(w["tadmin"]), json={"role": "admin"})
     assert patched.status_code == 200 and patched.json()["role"] == "admin"
@@ -202,8 +231,12 @@ def test_a_cross_origin_post_with_the_session_cookie_is_refused(world):
     w = world
     c = w["client"]
     c.cookies.clear()
-    signed_in = c.post("/login", data={"username": w["a"].username, "password": "correct horse battery"},
-                       headers={"Origin": "http://testserver"}, follow_redirects=False)
+    signed_in = c.post(
+        "/login",
+        data={"username": w["a"].username, "password": "correct horse battery"},
+        headers={"Origin": "http://testserver"},
+        follow_redirects=False,
+    )
     assert signed_in.status_code == 303 and "longread_session" in c.cookies
     attempts = [
         ("POST", f"/api/readings/{w['reading']}/feedback", {"verdict": "incorrect"}),
@@ -276,8 +309,16 @@ def test_the_services_refuse_on_their_own(world):
     assert all(x.id != d for x in documents.all_documents(s, user=w["admin"]))
 
 
-ESCAPING_NAMES = ["../../escaped.txt", "../../../../../../tmp/longread-escaped.txt", "/tmp/longread-absolute.txt",
-                  "..\\..\\escaped-win.txt", "nul\x00byte.txt", "/", "..", ""]
+ESCAPING_NAMES = [
+    "../../escaped.txt",
+    "../../../../../../tmp/longread-escaped.txt",
+    "/tmp/longread-absolute.txt",
+    "..\\..\\escaped-win.txt",
+    "nul\x00byte.txt",
+    "/",
+    "..",
+    "",
+]
 
 
 def test_upload_names_cannot_escape_the_storage_folder(world):
@@ -288,8 +329,14 @@ def test_upload_names_cannot_escape_the_storage_folder(world):
     for i, name in enumerate(ESCAPING_NAMES):
         body = f"note {i}: the spare key hangs behind the barometer.".encode()
         r = w["client"].post("/api/documents", headers=bearer(w["ta"]), files={"file": (name, body)})
-        TABLE.append(("POST /api/documents", f"file name {name!r}", r.json().get("filename", "") if r.status_code < 300
-                      else "", r.status_code))
+        TABLE.append(
+            (
+                "POST /api/documents",
+                f"file name {name!r}",
+                r.json().get("filename", "") if r.status_code < 300 else "",
+                r.status_code,
+            )
+        )
         assert r.status_code in (201, 422), (name, r.status_code, r.text)
         if r.status_code == 201:
             shown = r.json()["filename"]
@@ -298,8 +345,12 @@ def test_upload_names_cannot_escape_the_storage_folder(world):
             )
             sha = hashlib.sha256(body).hexdigest()
             assert (w["settings"].blob_dir / sha[:2] / sha).read_bytes() == body  # stored under its hash only
-    for outside in (Path("/tmp/longread-escaped.txt"), Path("/tmp/longread-absolute.txt"),
-                    data_dir.parent / "escaped.txt", data_dir.parent.parent / "escaped.txt"):
+    for outside in (
+        Path("/tmp/longread-escaped.txt"),
+        Path("/tmp/longread-absolute.txt"),
+        data_dir.parent / "escaped.txt",
+        data_dir.parent.parent / "escaped.txt",
+    ):
         assert not outside.exists(), outside
     new = {p for p in data_dir.rglob("*")} - before
     assert new and all(w["settings"].blob_dir in p.parents or p == w["settings"].blob_dir for p in new), new

@@ -61,12 +61,19 @@ def test_the_page_image_is_the_right_page_at_the_served_size_and_cached(settings
         again = client.get(f"/api/documents/{doc.id}/pages/1.png")
         assert again.status_code == 200 and again.content.endswith(b"cached")
 
-        for url in (f"/api/documents/{doc.id}/pages/0.png", f"/api/documents/{doc.id}/pages/{n + 1}.png",
-                    f"/api/documents/{txt.id}/pages/1.png", "/api/documents/999999/pages/1.png"):
+        for url in (
+            f"/api/documents/{doc.id}/pages/0.png",
+            f"/api/documents/{doc.id}/pages/{n + 1}.png",
+            f"/api/documents/{txt.id}/pages/1.png",
+            "/api/documents/999999/pages/1.png",
+        ):
             assert client.get(url).status_code == 404, url
         # Only a page number: no path, no other name reaches the file system.
-        for url in (f"/api/documents/{doc.id}/pages/..%2F..%2Flongread.db.png",
-                    f"/api/documents/{doc.id}/pages/1.jpg", f"/api/documents/{doc.id}/pages/x.png"):
+        for url in (
+            f"/api/documents/{doc.id}/pages/..%2F..%2Flongread.db.png",
+            f"/api/documents/{doc.id}/pages/1.jpg",
+            f"/api/documents/{doc.id}/pages/x.png",
+        ):
             assert client.get(url).status_code in (404, 422), url
         assert "/api/documents/{document_id}/pages/{page}.png" in client.get("/openapi.json").json()["paths"]
 

@@ -72,7 +72,7 @@ def test_reading_interrupted_after_step_2_resumes_at_step_3(db_settings, tokeniz
     with session_scope(url) as s:
         r = get_reading(s, reading_id)
         assert r.status == ReadingStatus.done and r.attempts == 2
-        assert f"<section>\n{TEXT[r.checkpoints[2].start_char:r.checkpoints[2].end_char]}\n</section>" in first_prompt
+        assert f"<section>\n{TEXT[r.checkpoints[2].start_char : r.checkpoints[2].end_char]}\n</section>" in first_prompt
         steps = [c.step for c in r.checkpoints]
         assert steps == list(range(1, r.total_chunks + 1))
         dupes = s.scalar(select(func.count()).select_from(Checkpoint).where(Checkpoint.reading_id == reading_id))

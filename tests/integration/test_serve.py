@@ -41,8 +41,7 @@ def _children(pid: int) -> list[int]:
 
 def _worker_pids(serve_pid: int, app: bytes = b"worker.celery_app") -> list[int]:
     """The reading workers `serve` started (`app=b"worker.training_worker"`: its training worker)."""
-    return [p for p in _children(serve_pid)
-            if app in Path(f"/proc/{p}/cmdline").read_bytes() and _alive(p)]
+    return [p for p in _children(serve_pid) if app in Path(f"/proc/{p}/cmdline").read_bytes() and _alive(p)]
 
 
 def _alive(pid: int) -> bool:
@@ -58,14 +57,26 @@ class Serve:
         self.url = f"http://127.0.0.1:{self.port}"
         self.data_dir = tmp_path / "data"
         self.log = tmp_path / "serve.log"
-        env = {**os.environ, "LONGREAD_DATA_DIR": str(self.data_dir), "LONGREAD_PORT": str(self.port),
-               "LONGREAD_MODEL_CACHE_DIR": str(MODEL_CACHE), "LONGREAD_ENGINE": "transformers",
-               "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
+        env = {
+            **os.environ,
+            "LONGREAD_DATA_DIR": str(self.data_dir),
+            "LONGREAD_PORT": str(self.port),
+            "LONGREAD_MODEL_CACHE_DIR": str(MODEL_CACHE),
+            "LONGREAD_ENGINE": "transformers",
+            "GRADIO_ANALYTICS_ENABLED": "False",
+            "PYTHONUNBUFFERED": "1",
+            "OMP_NUM_THREADS": "1",
+        }
         for key in ("LONGREAD_DATABASE_URL", "LONGREAD_BROKER_URL"):
             env.pop(key, None)
         env.update(env_extra)
-        self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], cwd=REPO_ROOT, env=env,
-                                     stdout=self.log.open("wb"), stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve"],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=self.log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -183,8 +194,14 @@ def test_a_model_that_fails_to_start_is_shown_with_its_log(tmp_path, chromium):
         serve.wait_for("the model to fail", lambda: serve.health()["engine_state"] == "failed")
         h = serve.health()
         assert "exited with code 3 while starting" in h["detail"] and "not enough memory" in h["detail"]
-        serve.wait_for("the terminal to say so", lambda: "longread: The model (vllm-local) failed to start: "
-                       "RuntimeError: not enough memory for the KV cache" in serve.output(), timeout_s=10)
+        serve.wait_for(
+            "the terminal to say so",
+            lambda: (
+                "longread: The model (vllm-local) failed to start: "
+                "RuntimeError: not enough memory for the KV cache" in serve.output()
+            ),
+            timeout_s=10,
+        )
         page = chromium.new_page(viewport={"width": 1280, "height": 900})
         try:
             page.goto(serve.url)
@@ -205,8 +222,13 @@ def test_a_reading_whose_worker_is_killed_says_it_waits_then_resumes(tmp_path, c
     reading resumes where it stopped, and its time waiting is not counted as reading."""
     import re
 
-    serve = Serve(tmp_path, LONGREAD_STALE_AFTER_S="6", LONGREAD_CHUNK_TOKENS="48", LONGREAD_MEMORY_TOKENS="24",
-                  LONGREAD_ANSWER_TOKENS="16")
+    serve = Serve(
+        tmp_path,
+        LONGREAD_STALE_AFTER_S="6",
+        LONGREAD_CHUNK_TOKENS="48",
+        LONGREAD_MEMORY_TOKENS="24",
+        LONGREAD_ANSWER_TOKENS="16",
+    )
     doc = tmp_path / "lighthouse.txt"
     doc.write_text(LIGHTHOUSE * 4)
     statuses: list[str] = []

@@ -29,23 +29,38 @@ def tiny_tasks(step: int, n: int, salt: str = "train") -> list[Task]:
     for i in range(n):
         word = rng.choice(WORDS)
         doc = f"Note for the guard: the password for tonight is {word}."
-        tasks.append(Task(f"tiny-{step}-{i}", doc, "What is the password for tonight?", (word,),
-                          (doc,), "tiny", 16))
+        tasks.append(Task(f"tiny-{step}-{i}", doc, "What is the password for tonight?", (word,), (doc,), "tiny", 16))
     return tasks
 
 
 def tiny_config(**overrides):  # noqa: ANN201
-    base = dict(preset="small", chunk_tokens=64, memory_tokens=32, answer_tokens=16, samples_per_step=4,
-                group_size=8, learning_rate=1e-3, warmup_steps=0, reward_rule="sub_em", save_every=2,
-                seed=3, threads=2, micro_batch_tokens=1024, data=dict(contracts=False))
+    base = dict(
+        preset="small",
+        chunk_tokens=64,
+        memory_tokens=32,
+        answer_tokens=16,
+        samples_per_step=4,
+        group_size=8,
+        learning_rate=1e-3,
+        warmup_steps=0,
+        reward_rule="sub_em",
+        save_every=2,
+        seed=3,
+        threads=2,
+        micro_batch_tokens=1024,
+        data=dict(contracts=False),
+    )
     return make_config({**base, **overrides})
 
 
 def mean_reward(trainer: Trainer, tasks: list[Task]) -> float:
     """Sampled answers (T=1, G per task, fixed seed) scored like the training reward."""
     groups = trainer.rollouts(tasks)
-    scores = [reward(t.answer.output, task.answers, trainer.config.reward_rule)
-              for task, group in zip(tasks, groups) for t in group]
+    scores = [
+        reward(t.answer.output, task.answers, trainer.config.reward_rule)
+        for task, group in zip(tasks, groups)
+        for t in group
+    ]
     return sum(scores) / len(scores)
 
 
@@ -71,8 +86,9 @@ def test_grpo_raises_the_reward_of_a_tiny_task(model_path: Path, tmp_path: Path)
 
 
 def test_an_interrupted_run_resumes_to_the_same_weights(model_path: Path, tmp_path: Path) -> None:
-    config = tiny_config(sft_steps=3, rl_steps=1, save_every=1, sft_samples_per_step=2, samples_per_step=2,
-                         group_size=4)
+    config = tiny_config(
+        sft_steps=3, rl_steps=1, save_every=1, sft_samples_per_step=2, samples_per_step=2, group_size=4
+    )
     whole = Trainer(config, tmp_path / "whole", model_path, tiny_tasks)
     whole.run()
 
@@ -92,16 +108,22 @@ def test_an_interrupted_run_resumes_to_the_same_weights(model_path: Path, tmp_pa
     assert steps == [1, 2, 3, 4]
 
 
-def test_bfloat16_forward_passes_train_float32_weights_to_nearly_the_same_loss(model_path: Path,
-                                                                              tmp_path: Path) -> None:
+def test_bfloat16_forward_passes_train_float32_weights_to_nearly_the_same_loss(
+    model_path: Path, tmp_path: Path
+) -> None:
     losses = {}
     for precision in ("float32", "bfloat16"):
         # 2 samples: bfloat16 is emulated, and slow, on a CPU without AVX-512 (8 samples took 410 s in CI)
-        trainer = Trainer(tiny_config(sft_steps=1, rl_steps=0, precision=precision, sft_samples_per_step=2),
-                          tmp_path / precision, model_path, tiny_tasks)
+        trainer = Trainer(
+            tiny_config(sft_steps=1, rl_steps=0, precision=precision, sft_samples_per_step=2),
+            tmp_path / precision,
+            model_path,
+            tiny_tasks,
+        )
         losses[precision] = trainer.sft_step().metrics["loss"]
-        assert trainer.params and all(p.dtype == torch.float32 and p.grad.dtype == torch.float32
-                                      for p in trainer.params)
+        assert trainer.params and all(
+            p.dtype == torch.float32 and p.grad.dtype == torch.float32 for p in trainer.params
+        )
     print(losses)
     assert losses["bfloat16"] != losses["float32"]  # autocast took effect
     assert abs(losses["bfloat16"] - losses["float32"]) < 0.03 * losses["float32"]

@@ -41,8 +41,13 @@ def test_an_admin_starts_watches_cancels_resumes_and_promotes_a_run(client, sett
     # An SFT step trains a few conversations of each document, however long: its time does not grow
     # with the document (an RL step reads every chunk of every rollout: its time does).
     sft, rl = {**TINY, "rl_steps": 0}, {**TINY, "sft_steps": 0}
-    seconds = {(p["sft_steps"], n): client.post("/api/training/estimate", json={
-        "selection": {"lengths": [n]}, "params": p}).json()["seconds"] for p in (sft, rl) for n in (1024, 4096)}
+    seconds = {
+        (p["sft_steps"], n): client.post(
+            "/api/training/estimate", json={"selection": {"lengths": [n]}, "params": p}
+        ).json()["seconds"]
+        for p in (sft, rl)
+        for n in (1024, 4096)
+    }
     assert seconds[2, 1024] == seconds[2, 4096] and seconds[0, 4096] == pytest.approx(4 * seconds[0, 1024], rel=0.01)
     samples = client.post("/api/training/preview?n=2", json=SYNTHETIC).json()
     assert len(samples) == 2 and {s["source"] for s in samples} == {"synthetic"}

@@ -38,17 +38,30 @@ qa_files = ["{cases}"]
 
 def _train(tmp: Path, run: str, launcher: list[str]) -> dict[str, torch.Tensor]:
     # gloo on loopback: by the hostname's address, a machine whose hostname resolves elsewhere would hang
-    env = {**os.environ, "LONGREAD_MODEL_CACHE_DIR": str(MODEL_CACHE), "LONGREAD_DATA_DIR": str(tmp / "data"),
-           "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
-    subprocess.run([*launcher, "train", str(tmp / "config.toml"), "--run-dir", str(tmp / run), "--max-steps", "1"],
-                   check=True, env=env, timeout=600)
+    env = {
+        **os.environ,
+        "LONGREAD_MODEL_CACHE_DIR": str(MODEL_CACHE),
+        "LONGREAD_DATA_DIR": str(tmp / "data"),
+        "OMP_NUM_THREADS": "1",
+        "GLOO_SOCKET_IFNAME": "lo",
+    }
+    subprocess.run(
+        [*launcher, "train", str(tmp / "config.toml"), "--run-dir", str(tmp / run), "--max-steps", "1"],
+        check=True,
+        env=env,
+        timeout=600,
+    )
     return load_file(tmp / run / "checkpoint" / "model" / "adapter_model.safetensors")
 
 
 def test_two_processes_make_the_same_update_as_one(tmp_path: Path) -> None:
     (tmp_path / "story.txt").write_text(LIGHTHOUSE)
-    questions = ["Where does the spare key hang?", "How many steps did Mara climb?", "What colour is the ledger?",
-                 "When did the supply boat come?"]
+    questions = [
+        "Where does the spare key hang?",
+        "How many steps did Mara climb?",
+        "What colour is the ledger?",
+        "When did the supply boat come?",
+    ]
     answers = ["behind the barometer", "ninety", "green", "the first Monday of each month"]
     (tmp_path / "cases.jsonl").write_text(
         "".join(
@@ -60,8 +73,23 @@ def test_two_processes_make_the_same_update_as_one(tmp_path: Path) -> None:
 
     cli = [sys.executable, "-m", "app.cli"]
     one = _train(tmp_path, "one", cli)
-    two = _train(tmp_path, "two", [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                                   "--master_addr", "127.0.0.1", "--master_port", str(free_port()), "-m", "app.cli"])
+    two = _train(
+        tmp_path,
+        "two",
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            str(free_port()),
+            "-m",
+            "app.cli",
+        ],
+    )
     # Fresh LoRA: A random (same seed), B zero; after one step B moved, identically in both runs.
     moved = [k for k in one if "lora_B" in k]
     a = torch.cat([one[k].flatten() for k in moved])

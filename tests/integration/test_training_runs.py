@@ -271,8 +271,10 @@ def test_a_run_is_trained_evaluated_and_promoted_by_a_training_worker(tmp_path, 
         (sample,) = training_runs.run_samples(s, run.id)
         assert sample["step"] == 2 and sample["question"] and len(sample["memories"]) == 2
         assert "training into" in training_runs.run_log(s, run.id) and "step 2/2 rl" in training_runs.run_log(s, run.id)
-        assert "this deployment's 1 finished run" in training_runs.estimate_seconds(
-            s, SYNTHETIC, RunParams(sft_steps=1, rl_steps=1, **TINY))[1]
+        assert (
+            "this deployment's 1 finished run"
+            in training_runs.estimate_seconds(s, SYNTHETIC, RunParams(sft_steps=1, rl_steps=1, **TINY))[1]
+        )
 
         listed = subprocess.run([sys.executable, "-m", "app.cli", "runs", "--json"], capture_output=True, text=True,
                                 env={**os.environ, "LONGREAD_DATABASE_URL": s.database_url,

@@ -49,8 +49,9 @@ def test_hostile_upload(app_client, h):
     # the app keeps serving, the earlier document is untouched, a new upload still parses
     assert client.get("/healthz").status_code == 200
     again = client.get(f"/api/documents/{good['id']}").json()
-    assert {k: again[k] for k in ("status", "char_count", "token_count", "pages")} == \
-        {k: good[k] for k in ("status", "char_count", "token_count", "pages")}
+    assert {k: again[k] for k in ("status", "char_count", "token_count", "pages")} == {
+        k: good[k] for k in ("status", "char_count", "token_count", "pages")
+    }
     assert client.post("/api/documents", files={"file": ("ok.txt", b"Still parsing fine.")}).json()["status"] == "ready"
     # nothing is ever written under a client's file name: only SHA-256-named blobs and the database
     for path in settings.data_dir.rglob("*"):

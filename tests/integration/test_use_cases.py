@@ -55,8 +55,9 @@ def test_ask_commits_before_it_enqueues(settings, doc_id, monkeypatch):
         (None, 4, "memory_tokens must be between 8 and 16,000 tokens (got 4)"),
     ],
 )
-def test_one_set_of_limits_for_the_service_the_api_and_the_cli(settings, doc_id, monkeypatch, capsys,
-                                                                chunk, memory, message):
+def test_one_set_of_limits_for_the_service_the_api_and_the_cli(
+    settings, doc_id, monkeypatch, capsys, chunk, memory, message
+):
     with pytest.raises(ReadingError) as refused:
         readings.ask(settings, doc_id, ["Where?"], chunk, memory, enqueue=False)
     assert message in str(refused.value)

@@ -74,8 +74,12 @@ def test_a_reading_runs_end_to_end_through_the_reading_service(vllm_settings, vl
     upgrade(settings.resolved_database_url)
     with session_scope(settings.resolved_database_url) as s:
         doc = ingest(s, settings, "lighthouse.txt", (STORY * 2).encode())
-        ids = [r.id for r in create_readings(s, settings, doc.id, ["Where is the spare key to the lamp room?",
-                                                                    "What did the supply boat bring?"])]
+        ids = [
+            r.id
+            for r in create_readings(
+                s, settings, doc.id, ["Where is the spare key to the lamp room?", "What did the supply boat bring?"]
+            )
+        ]
     run_readings(settings, ids)  # no engine given: the app's factory hands out the running vLLM engine
     with session_scope(settings.resolved_database_url) as s:
         for reading_id in ids:

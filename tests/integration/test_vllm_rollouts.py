@@ -26,8 +26,15 @@ def trainer_and_server(model_path: Path, tmp_path: Path):
     config = tiny_config(rl_steps=1, rollout_engine="vllm", init_adapter=READER, samples_per_step=2, group_size=4)
     trainer = Trainer(config, tmp_path / "run", model_path, tiny_tasks)
     # float32 on both sides, so greedy text from the server and from the trainer's policy can be compared.
-    server = VLLMRollouts(VLLM_PYTHON, model_path, trainer.tokenizer, config.lora_r, max_model_len=2048,
-                          log_path=tmp_path / "vllm.log", extra_args=["--dtype", "float32"])
+    server = VLLMRollouts(
+        VLLM_PYTHON,
+        model_path,
+        trainer.tokenizer,
+        config.lora_r,
+        max_model_len=2048,
+        log_path=tmp_path / "vllm.log",
+        extra_args=["--dtype", "float32"],
+    )
     server.start()
     trainer.rollout_server = server
     yield trainer, server
@@ -46,7 +53,8 @@ def test_the_server_samples_the_adapter_the_trainer_holds_and_an_rl_step_runs_on
     (from_server,) = served.generate([message], 24, 0.0)
     (in_process,) = trainer.agent.engine.generate([message], 24, 0.0)
     (from_base,) = MemoryAgent(type(served)(server.server.base_url, trainer.tokenizer, "base")).engine.generate(
-        [message], 24, 0.0)
+        [message], 24, 0.0
+    )
     assert in_process.text.strip()
     assert from_server.token_ids == in_process.token_ids  # the served adapter is the trainer's, stop token and all
     assert from_base.token_ids != in_process.token_ids  # and it is not the bare base model

@@ -28,17 +28,27 @@ STORY = LIGHTHOUSE * 3
 
 
 def _settings(tmp_path: Path, database_url: str, broker_url: str) -> Settings:
-    return Settings(data_dir=tmp_path / "data", database_url=database_url, broker_url=broker_url,
-                    model_cache_dir=MODEL_CACHE, chunk_tokens=96, memory_tokens=32, answer_tokens=16,
-                    stale_after_s=3)
+    return Settings(
+        data_dir=tmp_path / "data",
+        database_url=database_url,
+        broker_url=broker_url,
+        model_cache_dir=MODEL_CACHE,
+        chunk_tokens=96,
+        memory_tokens=32,
+        answer_tokens=16,
+        stale_after_s=3,
+    )
 
 
 def _env(s: Settings) -> dict[str, str]:
     return {
         **os.environ,
-        "LONGREAD_DATA_DIR": str(s.data_dir), "LONGREAD_DATABASE_URL": s.database_url,
-        "LONGREAD_BROKER_URL": s.broker_url, "LONGREAD_MODEL_CACHE_DIR": str(s.model_cache_dir),
-        "LONGREAD_STALE_AFTER_S": str(s.stale_after_s), "OMP_NUM_THREADS": "1",
+        "LONGREAD_DATA_DIR": str(s.data_dir),
+        "LONGREAD_DATABASE_URL": s.database_url,
+        "LONGREAD_BROKER_URL": s.broker_url,
+        "LONGREAD_MODEL_CACHE_DIR": str(s.model_cache_dir),
+        "LONGREAD_STALE_AFTER_S": str(s.stale_after_s),
+        "OMP_NUM_THREADS": "1",
         # In-process model: these tests are about the queue, and a vLLM start per worker would add
         # a minute each (the browser test runs the default vllm-local engine through a worker).
         "LONGREAD_ENGINE": "transformers",

@@ -82,7 +82,8 @@ def test_adapters_of_different_ranks_are_not_interpolated(tmp_path, base):
     _adapter(base, tmp_path / "start", seed=1)
     model = AutoModelForCausalLM.from_pretrained(base)
     peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=["q_proj", "v_proj"])).save_pretrained(
-        tmp_path / "end")
+        tmp_path / "end"
+    )
     with pytest.raises(ValueError, match="differ in their LoRA configs"):
         interpolate_adapters(tmp_path / "start", tmp_path / "end", 0.5, tmp_path / "out")
 

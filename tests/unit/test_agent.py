@@ -65,7 +65,7 @@ def test_a_reading_that_found_nothing_answers_so_without_asking_the_model(tokeni
     answers = agent.answer([("q1", "seen 7"), ("q2", NO_EVIDENCE_MEMORY + "\n"), ("q3", None), ("q4", "seen 9")])
     assert [a.answer for a in answers] == ["seen 7", NOT_IN_DOCUMENT, NO_MEMORY, "seen 9"]
     assert answers[1].output == f"\\boxed{{{NOT_IN_DOCUMENT}}}" and answers[1].completion.completion_tokens == 0
-    (messages, _), = engine.calls  # one call, without the empty memory's prompt
+    ((messages, _),) = engine.calls  # one call, without the empty memory's prompt
     assert [_memory(m) for m in messages] == ["seen 7", NO_MEMORY, "seen 9"]
     assert all(a.completion.completion_tokens > 0 for a in (answers[0], answers[2], answers[3]))
     engine.calls.clear()
@@ -77,8 +77,11 @@ def test_a_yes_no_question_that_found_nothing_is_answered_no(tokenizer):
     # answer says so with "No" first (what the strict verifier and the review's Yes/No filter read).
     engine = FakeEngine(tokenizer, scripted)
     agent = MemoryAgent(engine, AgentConfig(chunk_tokens=100, memory_tokens=20, answer_tokens=10))
-    questions = ["Does this agreement contain a clause on non-compete? Answer yes or no.", "Is it assignable?",
-                 "Who are the parties?"]
+    questions = [
+        "Does this agreement contain a clause on non-compete? Answer yes or no.",
+        "Is it assignable?",
+        "Who are the parties?",
+    ]
     answers = agent.answer([(q, NO_EVIDENCE_MEMORY) for q in questions])
     assert [a.answer for a in answers] == [NOT_IN_DOCUMENT_NO, NOT_IN_DOCUMENT_NO, NOT_IN_DOCUMENT]
     assert first_yes_no(answers[0].answer) == "no" and not engine.calls

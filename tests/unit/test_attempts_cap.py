@@ -21,7 +21,8 @@ def test_at_the_cap_the_error_says_what_happened_where_and_what_to_do():
 
 def test_singular_and_unknown_length():
     assert crash_error(1, 1, cursor=0, total_chunks=None).startswith(
-        "the worker stopped 1 time while reading this (last at chunk 1;")
+        "the worker stopped 1 time while reading this (last at chunk 1;"
+    )
 
 
 def test_the_cap_is_a_setting_with_a_default_of_three(monkeypatch):

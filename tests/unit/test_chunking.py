@@ -1,4 +1,3 @@
-
 import pytest
 
 from inference.chunking import split_into_chunks

@@ -92,6 +92,8 @@ def test_review_hands_its_questions_to_a_running_worker_and_follows_them(monkeyp
     assert args.func(None, args) == 0
     err = capsys.readouterr().err
     assert asked == {"enqueue": True} and followed == {"command": "review", "ids": list(range(10, 51))}
-    assert "longread review: submitted to the running server's queue: 1 worker, model ready. Following readings " \
+    assert (
+        "longread review: submitted to the running server's queue: 1 worker, model ready. Following readings "
         "10 to 50." in err
+    )
     assert "review #3: 41 questions read in one pass by the server's worker in 9.0 s" in err

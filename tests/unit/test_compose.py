@@ -46,6 +46,7 @@ PLACEHOLDER_SECRETS = {"LONGREAD_SECRET_KEY": "test-secret-key-not-for-use", "PO
 
 # --- compose interpolation -------------------------------------------------------------------------------
 
+
 class MissingVariable(Exception):
     """`${VAR:?message}` (or `${VAR?message}`) with VAR unset or empty: compose refuses to start."""
 
@@ -139,6 +140,7 @@ def parse_env_file(text: str) -> dict[str, str]:
 
 # --- the deployment files --------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Deployment:
     compose_text: str
@@ -219,10 +221,13 @@ def depends_on(svc: dict) -> dict[str, dict]:
 
 # --- the checks: each returns the problems it finds ---------------------------------------------------------
 
+
 def check_schema(d: Deployment) -> list[str]:
     validator = jsonschema.Draft7Validator(json.loads(SCHEMA.read_text(encoding="utf-8")))
-    return [f"schema: {'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}"
-            for e in sorted(validator.iter_errors(d.config), key=lambda e: list(map(str, e.absolute_path)))]
+    return [
+        f"schema: {'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}"
+        for e in sorted(validator.iter_errors(d.config), key=lambda e: list(map(str, e.absolute_path)))
+    ]
 
 
 def check_required_services(d: Deployment) -> list[str]:
@@ -241,8 +246,11 @@ def check_health(d: Deployment) -> list[str]:
             problems.append(f"{name}: long-running service without a health check")
         elif d.uses_app_image(name) and "serve" not in d.command_of(name):
             # The image's HEALTHCHECK probes the web app's /healthz: anything else needs its own.
-            test = " ".join(svc["healthcheck"]["test"]) if isinstance(svc["healthcheck"]["test"], list) \
+            test = (
+                " ".join(svc["healthcheck"]["test"])
+                if isinstance(svc["healthcheck"]["test"], list)
                 else svc["healthcheck"]["test"]
+            )
             if "/healthz" in test:
                 problems.append(f"{name}: probes the web app's /healthz, which it does not serve")
     return problems
@@ -284,7 +292,7 @@ def check_data_services(d: Deployment) -> list[str]:
     problems = []
     redis = d.services.get("redis", {})
     command = d.command_of("redis") if redis else []
-    if "--appendonly" not in command or command[command.index("--appendonly") + 1:][:1] != ["yes"]:
+    if "--appendonly" not in command or command[command.index("--appendonly") + 1 :][:1] != ["yes"]:
         problems.append("redis: not append-only (`redis-server --appendonly yes`)")
     mounts = {name: [str(v).split(":")[1] if ":" in str(v) else str(v)
                      for v in d.services.get(name, {}).get("volumes", [])]
@@ -328,8 +336,11 @@ def check_app_environment(d: Deployment) -> list[str]:
     if "vllm" in d.services:
         command = d.command_of("vllm")
         vllm_port = command[command.index("--port") + 1] if "--port" in command else "8000"
-    served = dict(zip(d.command_of("vllm"), d.command_of("vllm")[1:])).get("--served-model-name") \
-        if "vllm" in d.services else None
+    served = (
+        dict(zip(d.command_of("vllm"), d.command_of("vllm")[1:])).get("--served-model-name")
+        if "vllm" in d.services
+        else None
+    )
     for name in ("app", "worker"):
         if name not in d.services:
             continue
@@ -350,7 +361,10 @@ def check_app_environment(d: Deployment) -> list[str]:
         elif "postgres" in d.services:
             pg = d.env_of("postgres")
             if (db.username, db.password, db.path.lstrip("/")) != (
-                    pg.get("POSTGRES_USER"), pg.get("POSTGRES_PASSWORD"), pg.get("POSTGRES_DB")):
+                pg.get("POSTGRES_USER"),
+                pg.get("POSTGRES_PASSWORD"),
+                pg.get("POSTGRES_DB"),
+            ):
                 problems.append(f"{name}: LONGREAD_DATABASE_URL's user, password or database is not postgres's")
         broker = urlsplit(env.get("LONGREAD_BROKER_URL", ""))
         if broker.scheme != "redis" or broker.hostname != "redis":
@@ -387,8 +401,11 @@ def check_commands(d: Deployment) -> list[str]:
 
 def check_scalable_worker(d: Deployment) -> list[str]:
     worker = d.services.get("worker", {})
-    return [f"worker: `{key}` is set, so `--scale worker=N` cannot run N of them"
-            for key in ("container_name", "ports", "hostname") if worker.get(key)]
+    return [
+        f"worker: `{key}` is set, so `--scale worker=N` cannot run N of them"
+        for key in ("container_name", "ports", "hostname")
+        if worker.get(key)
+    ]
 
 
 def check_shared_uploads(d: Deployment) -> list[str]:
@@ -483,8 +500,9 @@ def check_no_default_secret(d: Deployment) -> list[str]:
 
 def check_env_documented(d: Deployment) -> list[str]:
     used, documented = d.variables, set(d.env)
-    return ([f"${{{name}}} is used but not in .env.example" for name in sorted(used - documented)]
-            + [f".env.example lists {name}, which the compose file does not use" for name in sorted(documented - used)])
+    return [f"${{{name}}} is used but not in .env.example" for name in sorted(used - documented)] + [
+        f".env.example lists {name}, which the compose file does not use" for name in sorted(documented - used)
+    ]
 
 
 def check_longread_variables_are_settings(d: Deployment) -> list[str]:
@@ -493,8 +511,10 @@ def check_longread_variables_are_settings(d: Deployment) -> list[str]:
     for name in d.services:
         names |= set(d.env_of(name))
     names |= set(re.findall(r"\b(LONGREAD_[A-Z0-9_]+)=", d.dockerfile))
-    return [f"{name} is not a setting (app/settings.py has no field {name[9:].lower()!r})"
-            for name in sorted(n for n in names if n.startswith("LONGREAD_") and n not in real)]
+    return [
+        f"{name} is not a setting (app/settings.py has no field {name[9:].lower()!r})"
+        for name in sorted(n for n in names if n.startswith("LONGREAD_") and n not in real)
+    ]
 
 
 def check_image(d: Deployment) -> list[str]:
@@ -522,9 +542,23 @@ def check_image(d: Deployment) -> list[str]:
     return problems
 
 
-CHECKS = [check_schema, check_required_services, check_health, check_depends_on, check_data_services, check_vllm,
-          check_app_environment, check_commands, check_scalable_worker, check_shared_uploads, check_trainer,
-          check_no_default_secret, check_env_documented, check_longread_variables_are_settings, check_image]
+CHECKS = [
+    check_schema,
+    check_required_services,
+    check_health,
+    check_depends_on,
+    check_data_services,
+    check_vllm,
+    check_app_environment,
+    check_commands,
+    check_scalable_worker,
+    check_shared_uploads,
+    check_trainer,
+    check_no_default_secret,
+    check_env_documented,
+    check_longread_variables_are_settings,
+    check_image,
+]
 
 
 @pytest.fixture(scope="module")
@@ -549,11 +583,13 @@ def test_interpolation_follows_compose():
 
 # --- each check can fail: one break per check ---------------------------------------------------------------
 
+
 def _text(file: str, old: str, new: str) -> Callable[[Deployment], Deployment]:
     def mutate(d: Deployment) -> Deployment:
         text = getattr(d, file)
         assert old in text, f"mutation target {old!r} is no longer in {file}: update this test"
         return replace(d, **{file: text.replace(old, new, 1)})
+
     return mutate
 
 

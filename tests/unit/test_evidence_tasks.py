@@ -200,5 +200,5 @@ def test_kept_questions_fit_what_the_reader_may_write_and_parties_are_taught_by_
     for q in parties:
         taught, gold = q.answers
         gold_qa = next(qa for qa in CASES[q.source]["qa"] if qa["category"] == "Parties")
-        alias = r'\([^()]*[\"\u201c]'  # a bracket that quotes a defined name: (the "Agent"), (\u201cFCE\u201d)
+        alias = r"\([^()]*[\"\u201c]"  # a bracket that quotes a defined name: (the "Agent"), (\u201cFCE\u201d)
         assert gold == gold_qa["answer"] and re.search(alias, gold) and not re.search(alias, taught)

@@ -7,14 +7,21 @@ from benchmarks.heldout import main, pooled, table
 
 def _eval_folder(path, cases):
     path.mkdir()
-    (path / "results.json").write_text(json.dumps({"cases": [
-        {"group": group, "kind": kind, "sub_em": right} for group, kind, right in cases]}))
+    (path / "results.json").write_text(
+        json.dumps({"cases": [{"group": group, "kind": kind, "sub_em": right} for group, kind, right in cases]})
+    )
     return path
 
 
 def test_seeds_add_up_per_group_and_mixed_kinds_count_once(tmp_path):
-    s0 = _eval_folder(tmp_path / "s0", [("2K", "single-needle", True), ("2K", "multi-needle", False),
-                                        ("Governing Law", "contract:Governing Law", True)])
+    s0 = _eval_folder(
+        tmp_path / "s0",
+        [
+            ("2K", "single-needle", True),
+            ("2K", "multi-needle", False),
+            ("Governing Law", "contract:Governing Law", True),
+        ],
+    )
     s1 = _eval_folder(tmp_path / "s1", [("2K", "single-needle", True), ("32K", "single-needle", False)])
     scores = pooled([s0, s1])
     assert scores == {"2K": (2, 3), "Governing Law": (1, 1), "32K": (0, 1)}
@@ -26,7 +33,8 @@ def test_seeds_add_up_per_group_and_mixed_kinds_count_once(tmp_path):
         "| b | 25.0% (1/4) | – | – |",
     ]
     assert table({"c": {"Parties": (1, 1), "book": (0, 1), "16K": (1, 2), "2K": (1, 1)}}).splitlines()[0] == (
-        "| model | 2K | 16K | book | Parties |")
+        "| model | 2K | 16K | book | Parties |"
+    )
 
 
 def test_main_writes_the_plot_and_refuses_a_glob_that_matches_nothing(tmp_path, capsys):

@@ -30,11 +30,14 @@ def _modules(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*.py") if "results" not in p.relative_to(REPO).parts]
 
 
-@pytest.mark.parametrize(("package", "forbidden"), [
-    ("inference", set(OURS) - {"inference"}),
-    ("training", set(OURS) - {"training", "inference"}),
-    ("app", {"benchmarks", "worker", "tests"}),
-])
+@pytest.mark.parametrize(
+    ("package", "forbidden"),
+    [
+        ("inference", set(OURS) - {"inference"}),
+        ("training", set(OURS) - {"training", "inference"}),
+        ("app", {"benchmarks", "worker", "tests"}),
+    ],
+)
 def test_top_level_packages_import_one_way(package, forbidden):
     for path in _modules(REPO / package):
         bad = {m for m in _imports(path) if m.split(".")[0] in forbidden}

@@ -93,8 +93,13 @@ def completion(*texts: str, token_ids: bool = True, finish: str = "stop", **extr
         if token_ids:
             c["token_ids"] = list(range(len(t.split()) + 1))
         choices.append(c)
-    return {"id": "cmpl-1", "object": "text_completion", "choices": choices,
-            "usage": {"prompt_tokens": 100, "completion_tokens": 9, "total_tokens": 109}, **extra}
+    return {
+        "id": "cmpl-1",
+        "object": "text_completion",
+        "choices": choices,
+        "usage": {"prompt_tokens": 100, "completion_tokens": 9, "total_tokens": 109},
+        **extra,
+    }
 
 
 def test_one_request_carries_the_whole_batch_rendered_with_the_chat_template(stub, engine_at, tokenizer):
@@ -102,7 +107,7 @@ def test_one_request_carries_the_whole_batch_rendered_with_the_chat_template(stu
     out = engine_at(stub.url).generate(["Name a colour.", "Count to three."], max_tokens=24)
     assert [c.text for c in out] == ["blue", "one two three"]
     assert [c.completion_tokens for c in out] == [2, 4]  # from the server's token ids
-    (method, path, body), = stub.requests
+    ((method, path, body),) = stub.requests
     assert (method, path) == ("POST", "/v1/completions")
     expected = [
         tokenizer.apply_chat_template([{"role": "user", "content": m}], tokenize=False, add_generation_prompt=True)
@@ -222,16 +227,18 @@ def test_the_app_factory_builds_the_configured_engine(stub, tmp_path):
     from tests.conftest import MODEL_CACHE
 
     stub.reply(body=completion("from the stub"))
-    settings = Settings(engine="openai", openai_base_url=stub.url, openai_model="m", model_cache_dir=MODEL_CACHE,
-                        data_dir=tmp_path)
+    settings = Settings(
+        engine="openai", openai_base_url=stub.url, openai_model="m", model_cache_dir=MODEL_CACHE, data_dir=tmp_path
+    )
     try:
         engine = engine_for(settings)
         assert isinstance(engine, OpenAIEngine) and engine_for(settings) is engine  # one per process
         assert engine.generate(["q"], 4)[0].text == "from the stub"
     finally:
         close_engines()
-    missing = Settings(engine="vllm-local", vllm_python=tmp_path / "no-python", model_cache_dir=MODEL_CACHE,
-                       data_dir=tmp_path)
+    missing = Settings(
+        engine="vllm-local", vllm_python=tmp_path / "no-python", model_cache_dir=MODEL_CACHE, data_dir=tmp_path
+    )
     with pytest.raises(EngineError, match="make vllm"):
         engine_for(missing)
 

@@ -98,7 +98,7 @@ def test_rich_formats_keep_text_order_and_headings(fmt):
     assert len(parsed.page_labels) == len(parsed.page_starts)
     for heading in ("Chapter 1", "Chapter 2", "Chapter 3"):
         section = parsed.page_labels.index(heading)
-        assert parsed.text[parsed.page_starts[section]:].startswith(heading)
+        assert parsed.text[parsed.page_starts[section] :].startswith(heading)
     storm = parsed.text.index("One night a storm")
     assert parsed.page_labels[page_of(parsed.page_starts, storm) - 1] == "Chapter 2"
     assert parsed.title == book.title
@@ -141,9 +141,11 @@ def test_docx_bold_title_like_paragraphs_start_sections():
 
 
 def test_html_scripts_styles_and_charset():
-    html = ('<html><head><meta charset="windows-1252"><title>Caf\xe9 rules</title><style>p{color:red}</style>'
-            "<script>alert('x')</script></head><body><h1>Rules</h1><p>Caf\xe9 opens at nine.</p>"
-            "<p>Cl-\nosed on Sunday.</p></body></html>").encode("cp1252")
+    html = (
+        '<html><head><meta charset="windows-1252"><title>Caf\xe9 rules</title><style>p{color:red}</style>'
+        "<script>alert('x')</script></head><body><h1>Rules</h1><p>Caf\xe9 opens at nine.</p>"
+        "<p>Cl-\nosed on Sunday.</p></body></html>"
+    ).encode("cp1252")
     parsed = parse(html)
     assert parsed.format == "html" and parsed.title == "Caf\u00e9 rules"
     assert "Caf\u00e9 opens at nine." in parsed.text
@@ -206,8 +208,12 @@ def _zip(entries: dict[str, bytes], compression=zipfile.ZIP_DEFLATED) -> bytes:
 def test_zip_containers_are_told_apart_by_their_manifest():
     assert detect_format(docgen.to_docx(docgen.small_book())) == "docx"
     assert detect_format(docgen.to_epub(docgen.small_book())) == "epub"
-    sheet = _zip({"[Content_Types].xml": b'<Types><Override ContentType="application/vnd.openxmlformats-'
-                                         b'officedocument.spreadsheetml.sheet.main+xml"/></Types>'})
+    sheet = _zip(
+        {
+            "[Content_Types].xml": b'<Types><Override ContentType="application/vnd.openxmlformats-'
+            b'officedocument.spreadsheetml.sheet.main+xml"/></Types>'
+        }
+    )
     with pytest.raises(ParseError, match="a spreadsheet"):
         detect_format(sheet)
     with pytest.raises(ParseError, match="OpenDocument"):

@@ -56,8 +56,9 @@ print(json.dumps({"formats": formats, "attempts": attempts, "spacy": "spacy" in 
 
 def test_a_fresh_parsing_process_needs_no_network(tmp_path):
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", _SCRIPT], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["formats"] == {fmt: fmt for fmt in docgen.FORMATS}

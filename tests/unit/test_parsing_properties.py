@@ -17,8 +17,9 @@ from app.documents.parsing import ParseError, parse, parse_txt
 from tests import docgen
 
 # "ci" is derandomised so the suite is repeatable; "fuzz" explores new inputs on every run.
-settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci", max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.register_profile("fuzz", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 #: for the tests that run a real parser per example (tens of milliseconds each)
@@ -26,8 +27,10 @@ SLOW_EXAMPLES = max(20, settings.default.max_examples // 3)
 
 # Characters that exercise every rule of normalise(): line ends of all kinds, hyphens, soft
 # hyphens, ligatures, exotic spaces, controls, combining accents, zero-width characters.
-TRICKY = "-\u2010\u00ad\n\r\t \u00a0\u2000\u2003\u3000\u2028\u2029\x0b\x0c\x85\x00\x07\x1f\x7f\x9f\u200b\ufeff" \
-         "\ufb01\ufb02\u0301\u0308e\u00e9aAzZ\u00df\u03b1\u0391\u1100\u1161\u11a8.,1"
+TRICKY = (
+    "-\u2010\u00ad\n\r\t \u00a0\u2000\u2003\u3000\u2028\u2029\x0b\x0c\x85\x00\x07\x1f\x7f\x9f\u200b\ufeff"
+    "\ufb01\ufb02\u0301\u0308e\u00e9aAzZ\u00df\u03b1\u0391\u1100\u1161\u11a8.,1"
+)
 tricky_text = st.text(alphabet=st.sampled_from(list(TRICKY)) | st.characters(codec="utf-8"), max_size=200)
 # Only letters, hyphens and whitespace: what hyphen joining may touch, and it must keep every letter.
 letters_text = st.text(alphabet=st.sampled_from(list("abcXYZ\u00e9\u00df\u03b1-\u2010 \n\t")), max_size=200)
@@ -64,12 +67,15 @@ def test_page_map_points_at_each_pages_text(pages):
     for i, page in enumerate(pages):
         block = normalise(page)
         if block:
-            assert text[starts[i]:starts[i] + len(block)] == block
+            assert text[starts[i] : starts[i] + len(block)] == block
             assert page_of(starts, starts[i]) == max(j + 1 for j, s in enumerate(starts) if s == starts[i])
 
 
-@given(st.lists(st.integers(0, 10_000), min_size=1, max_size=50).map(sorted), st.integers(-5, 10_005),
-       st.integers(-5, 10_005))
+@given(
+    st.lists(st.integers(0, 10_000), min_size=1, max_size=50).map(sorted),
+    st.integers(-5, 10_005),
+    st.integers(-5, 10_005),
+)
 def test_page_of_is_monotone_and_in_range(starts, a, b):
     starts[0] = 0
     lo, hi = min(a, b), max(a, b)
@@ -109,8 +115,7 @@ SAMPLES["pdf"] = _one_page_pdf()
 
 
 @settings(max_examples=SLOW_EXAMPLES)
-@given(st.binary(min_size=1, max_size=400), st.sampled_from(sorted(SAMPLES)), st.integers(0, 1 << 20),
-       st.booleans())
+@given(st.binary(min_size=1, max_size=400), st.sampled_from(sorted(SAMPLES)), st.integers(0, 1 << 20), st.booleans())
 def test_damaged_documents_fail_only_with_a_parse_error(noise, fmt, where, truncate):
     """A valid small document with a stretch overwritten by random bytes, or cut short there."""
     data = bytearray(SAMPLES[fmt])
@@ -118,17 +123,30 @@ def test_damaged_documents_fail_only_with_a_parse_error(noise, fmt, where, trunc
     if truncate:
         del data[at:]
     else:
-        data[at:at + len(noise)] = noise
+        data[at : at + len(noise)] = noise
     try:
         parse(bytes(data))
     except ParseError as exc:
         assert str(exc)
 
 
-ZIP_NAMES = ["mimetype", "[Content_Types].xml", "META-INF/container.xml", "OEBPS/content.opf", "word/document.xml",
-             "word/styles.xml", "_rels/.rels", "OEBPS/c1.xhtml"]
-ZIP_CONTENT = [b"application/epub+zip", b"<Types><Override ContentType='application/vnd.openxmlformats-officedocument."
-               b"wordprocessingml.document.main+xml'/></Types>", b"<?xml version='1.0'?><a><b>text</b></a>", b""]
+ZIP_NAMES = [
+    "mimetype",
+    "[Content_Types].xml",
+    "META-INF/container.xml",
+    "OEBPS/content.opf",
+    "word/document.xml",
+    "word/styles.xml",
+    "_rels/.rels",
+    "OEBPS/c1.xhtml",
+]
+ZIP_CONTENT = [
+    b"application/epub+zip",
+    b"<Types><Override ContentType='application/vnd.openxmlformats-officedocument."
+    b"wordprocessingml.document.main+xml'/></Types>",
+    b"<?xml version='1.0'?><a><b>text</b></a>",
+    b"",
+]
 
 
 @settings(max_examples=SLOW_EXAMPLES)

@@ -46,8 +46,12 @@ def test_a_reading_under_way_counts_its_current_step_as_reading():
 
 def test_a_resumed_reading_that_finished_keeps_the_wait_apart():
     # Steps 1-2, a dead worker for 200 s, then steps 3-4 and the answer (3 s).
-    r = reading([(12, 10.0), (22, 10.0), (232, 10.0), (242, 10.0)], status=ReadingStatus.done,
-                finished_at=at(245), heartbeat_at=at(245))
+    r = reading(
+        [(12, 10.0), (22, 10.0), (232, 10.0), (242, 10.0)],
+        status=ReadingStatus.done,
+        finished_at=at(245),
+        heartbeat_at=at(245),
+    )
     r.total_chunks = 4
     p = reading_progress(r, stale_after_s=30, now=at(1000))
     assert (p.reading_s, p.waiting_s, p.elapsed_s, p.eta_s) == (43.0, 202.0, 245.0, None)

@@ -15,8 +15,9 @@ from app.ui.read_views import describe_health, describe_progress
 
 def test_a_finished_branch_counts_the_chunks_it_read_not_the_whole_document() -> None:
     branch = ProgressView(step=13, total=13, elapsed_s=9.0, eta_s=None, reading_s=6.0, read_from=7)
-    assert describe_progress("done", branch, None).startswith("Done: read 6 chunks (8–13 of 13, after the edited "
-                                                              "step 7) in 6 s")
+    assert describe_progress("done", branch, None).startswith(
+        "Done: read 6 chunks (8–13 of 13, after the edited step 7) in 6 s"
+    )
     whole = ProgressView(step=13, total=13, elapsed_s=9.0, eta_s=None, reading_s=6.0)
     assert describe_progress("done", whole, None).startswith("Done: read 13 chunks in 6 s")
     at_end = ProgressView(step=13, total=13, elapsed_s=2.0, eta_s=None, reading_s=1.0, read_from=13)
@@ -35,8 +36,12 @@ def _reading(i: int, question: str, answer: str | None, memory: str | None, stat
 
 def test_a_pass_shows_every_answer_beside_its_memory_and_escapes_them() -> None:
     evil = '<img src=x onerror="alert(1)">'
-    out = pass_cards_html([_reading(4, "Who signs?", "Acme " + evil, "Acme signs on page 2"),
-                           _reading(5, f"Law {evil}?", None, None, status="running")])
+    out = pass_cards_html(
+        [
+            _reading(4, "Who signs?", "Acme " + evil, "Acme signs on page 2"),
+            _reading(5, f"Law {evil}?", None, None, status="running"),
+        ]
+    )
     assert out.count('class="lr-pass-card"') == 2 and "One pass, 2 questions" in out
     assert "<img" not in out and html.escape("Acme " + evil) in out
     assert out.index("Acme signs on page 2") < out.index('data-reading="5"')  # each memory in its own card
@@ -45,8 +50,9 @@ def test_a_pass_shows_every_answer_beside_its_memory_and_escapes_them() -> None:
 
 def test_the_delete_confirmation_names_the_document_and_its_readings() -> None:
     text = confirm_text(DeletionView(7, "Lease *bold*", "ready", readings=3, checkpoints=12, feedback=1))
-    assert text.startswith("**Delete #7 Lease \\*bold\\*?** 3 readings (12 checkpoints, 1 feedback) go with it, "
-                           "and so do its file")
+    assert text.startswith(
+        "**Delete #7 Lease \\*bold\\*?** 3 readings (12 checkpoints, 1 feedback) go with it, and so do its file"
+    )
     assert "1 reading (1 checkpoint, 0 feedback) goes with it" in confirm_text(DeletionView(8, "x", "ready", 1, 1, 0))
     assert "It has no readings; with it go its file" in confirm_text(DeletionView(8, "x", "failed", 0, 0, 0))
 

@@ -23,8 +23,11 @@ def _tracked() -> list[str]:
 
 
 def test_no_tracked_file_over_1_mb_outside_the_shipped_reader():
-    big = {p: (REPO / p).stat().st_size for p in _tracked()
-           if not p.startswith(ALLOWED) and (REPO / p).is_file() and (REPO / p).stat().st_size > LIMIT}
+    big = {
+        p: (REPO / p).stat().st_size
+        for p in _tracked()
+        if not p.startswith(ALLOWED) and (REPO / p).is_file() and (REPO / p).stat().st_size > LIMIT
+    }
     assert big == {}, f"tracked files over 1 MB (put outputs under runs/, cite them in training/results.jsonl): {big}"
 
 

@@ -22,12 +22,16 @@ def _expand(pattern: str) -> list[str]:
     m = re.search(r"\{([^{}]*)\}", pattern)
     if not m:
         return [pattern]
-    return [x for part in m[1].split(",") for x in _expand(pattern[: m.start()] + part + pattern[m.end():])]
+    return [x for part in m[1].split(",") for x in _expand(pattern[: m.start()] + part + pattern[m.end() :])]
 
 
 def _citations() -> list[str]:
-    texts = [REPO / "README.md", *(REPO / "docs").rglob("*.md"), *(REPO / "training" / "configs").glob("*.toml"),
-             *(REPO / "benchmarks").glob("*.py")]
+    texts = [
+        REPO / "README.md",
+        *(REPO / "docs").rglob("*.md"),
+        *(REPO / "training" / "configs").glob("*.toml"),
+        *(REPO / "benchmarks").glob("*.py"),
+    ]
     found = {c.rstrip(".,/") for t in texts if t.is_file() for c in CITATION.findall(t.read_text(encoding="utf-8"))}
     placeholder = re.compile(r"[A-Z_]+(/|$)")  # "training/results/NAME/FILE" in prose names no run
     return sorted(x for c in found for x in _expand(c) if x and not placeholder.match(x))
@@ -57,7 +61,10 @@ def test_the_index_says_where_each_adapter_is_and_what_it_measured():
     (adapter,) = entries["sft-open3"]["adapters"]
     assert adapter["path"] == "adapter-step53" and entries["sft-open3"]["metrics"]["steps"] == 53
     assert entries["eval-open53-2k"]["metrics"]["synthetic/2K/single-needle"] == {
-        "n": 32, "sub_em": 0.7188, "exact_match": 0.7188}
+        "n": 32,
+        "sub_em": 0.7188,
+        "exact_match": 0.7188,
+    }
 
 
 def test_progress_lines_give_the_metrics_of_a_run_without_metrics_jsonl():
@@ -71,8 +78,10 @@ def test_add_indexes_a_run_folder_with_its_adapters_digest_and_refuses_a_second_
     (run / "adapter" / "adapter_model.safetensors").write_bytes(b"weights")
     (run / "checkpoint" / "model").mkdir(parents=True)
     (run / "checkpoint" / "model" / "adapter_model.safetensors").write_bytes(b"resumable state")
-    steps = [{"phase": "sft", "loss": 0.5, "step": 1, "seconds": 1800}, {"phase": "sft", "loss": 0.25, "step": 2,
-                                                                           "seconds": 1800}]
+    steps = [
+        {"phase": "sft", "loss": 0.5, "step": 1, "seconds": 1800},
+        {"phase": "sft", "loss": 0.25, "step": 2, "seconds": 1800},
+    ]
     (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in steps))
     (run / "config.json").write_text(json.dumps({"seed": 4}))
     index = tmp_path / "results.jsonl"

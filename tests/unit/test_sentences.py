@@ -36,8 +36,10 @@ def test_numbers_and_labels_are_not_sentences_but_start_the_next():
 
 
 def test_abbreviations_and_initials_do_not_end_a_sentence():
-    text = ("Acme, Inc. (the \"Company\") and the U.S. Government agree. It is governed by the laws of the U.S.A. "
-            "See Sec. 4 and No. 5, e.g. the fees. Mr. J. Smith signs. The answer is no. Done.")
+    text = (
+        'Acme, Inc. (the "Company") and the U.S. Government agree. It is governed by the laws of the U.S.A. '
+        "See Sec. 4 and No. 5, e.g. the fees. Mr. J. Smith signs. The answer is no. Done."
+    )
     assert _texts(text) == [
         "Acme, Inc. (the \"Company\") and the U.S. Government agree.",
         "It is governed by the laws of the U.S.A. See Sec. 4 and No. 5, e.g. the fees.",  # "U.S.A." then "See": kept

@@ -70,8 +70,14 @@ def test_clauses_suite_asks_the_33_yes_no_categories_with_their_descriptions():
 
 
 def test_book_questions_are_read_from_their_file(tmp_path):
-    row = {"id": "pg84-q1", "book": "pg84", "question": "Who made the creature?", "answers": ["Victor"],
-           "evidence": "my dear Victor", "kind": "character"}
+    row = {
+        "id": "pg84-q1",
+        "book": "pg84",
+        "question": "Who made the creature?",
+        "answers": ["Victor"],
+        "evidence": "my dear Victor",
+        "kind": "character",
+    }
     (tmp_path / "pg84.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
     docs = s._books(["pg84", "pg2641"], questions_dir=tmp_path)  # no questions on pg2641: no document
     assert [d.id for d in docs] == ["pg84"]

@@ -104,11 +104,15 @@ def test_absent_tasks_plant_only_look_alikes_and_their_oracle_finds_nothing(toke
     # Each kind's question, what names its subject, and a phrase that its look-alikes (2 here) plant;
     # the specific shapes first ("vault codes of X" is also a single needle's "vault code of X").
     who = r"[A-Z][a-z]+ ([A-Z][a-z]+)"
-    shapes = {"multi-needle": (rf"^What are all \d vault codes of {who}|^Which \d towns did {who}", r"One of the"),
-              "multi-hop": (rf"^In which town is {who}'s", r"The \w+ \w+ is in the town of"),
-              "variable-tracking": (r"^What is the value of (VAR [A-Z]{5})\?", r"VAR [A-Z]{5} = "),
-              "single-needle": (rf"(?:of|to|does) {who}|^What was {who}'s",
-                                r"vault code|spare key|password|ship|ticket number")}
+    shapes = {
+        "multi-needle": (rf"^What are all \d vault codes of {who}|^Which \d towns did {who}", r"One of the"),
+        "multi-hop": (rf"^In which town is {who}'s", r"The \w+ \w+ is in the town of"),
+        "variable-tracking": (r"^What is the value of (VAR [A-Z]{5})\?", r"VAR [A-Z]{5} = "),
+        "single-needle": (
+            rf"(?:of|to|does) {who}|^What was {who}'s",
+            r"vault code|spare key|password|ship|ticket number",
+        ),
+    }
     tasks = synthetic_tasks(tokenizer, "train", 2048, 16, seed=7, kinds=[ABSENT], distractors=2)
     seen = set()
     for t in tasks:

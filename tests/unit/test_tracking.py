@@ -11,9 +11,11 @@ from training.evaluate import evaluate, log_scores, summarize
 from training.tasks import Task
 from training.tracking import Tracker, read_scalars, tracking_root
 
-STEPS = [{"phase": "sft", "loss": 0.91, "tokens": 3000, "grad_norm": 1.25},
-         {"phase": "sft", "loss": 0.52, "tokens": 2900, "grad_norm": 0.75},
-         {"phase": "rl", "reward": 0.375, "kl": 1e-4, "tokens_per_s": None, "loss": -0.02}]
+STEPS = [
+    {"phase": "sft", "loss": 0.91, "tokens": 3000, "grad_norm": 1.25},
+    {"phase": "sft", "loss": 0.52, "tokens": 2900, "grad_norm": 0.75},
+    {"phase": "rl", "reward": 0.375, "kl": 1e-4, "tokens_per_s": None, "loss": -0.02},
+]
 
 
 def _log(folder, steps, first=1, resume_step=0):
@@ -45,12 +47,19 @@ def test_a_resumed_run_keeps_one_point_per_step(tmp_path):
 
 def test_evaluation_scores_read_back(tmp_path, tokenizer):
     doc = "The red box is in Oslo. " * 5
-    tasks = [Task(f"t{i}", doc, "Where?", ("Oslo",) if i % 2 else ("Rome",), kind="single-needle", doc_tokens=2048)
-             for i in range(4)]
-    agent = MemoryAgent(FakeEngine(tokenizer, lambda m: r"\boxed{Oslo}" if "Your answer" in m else "Oslo."),
-                        AgentConfig(chunk_tokens=64))
-    out = {"config": {"label": "fake"}, "summary": summarize(evaluate(agent, tasks, "synthetic", lambda t: "2K")),
-           "timing": [{"set": "2K", "tokens_per_s": 812.5}]}
+    tasks = [
+        Task(f"t{i}", doc, "Where?", ("Oslo",) if i % 2 else ("Rome",), kind="single-needle", doc_tokens=2048)
+        for i in range(4)
+    ]
+    agent = MemoryAgent(
+        FakeEngine(tokenizer, lambda m: r"\boxed{Oslo}" if "Your answer" in m else "Oslo."),
+        AgentConfig(chunk_tokens=64),
+    )
+    out = {
+        "config": {"label": "fake"},
+        "summary": summarize(evaluate(agent, tasks, "synthetic", lambda t: "2K")),
+        "timing": [{"set": "2K", "tokens_per_s": 812.5}],
+    }
     log_scores(out, tmp_path)
     got = read_scalars(tmp_path)
     assert got["synthetic/2K/single-needle/sub_em"] == [(0, 0.5)]

@@ -12,9 +12,19 @@ import torch
 from training.algorithms import clipped_policy_loss, group_advantages, informative_groups, k3_kl, token_log_probs
 
 
-@pytest.mark.parametrize("module", ["training.algorithms", "training.verifier", "training.data",
-                                    "training.tasks.contracts", "training.tasks.feedback", "training.tasks.oracle",
-                                    "training.rollout_server", "training.interpolate"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "training.algorithms",
+        "training.verifier",
+        "training.data",
+        "training.tasks.contracts",
+        "training.tasks.feedback",
+        "training.tasks.oracle",
+        "training.rollout_server",
+        "training.interpolate",
+    ],
+)
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0

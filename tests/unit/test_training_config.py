@@ -11,8 +11,15 @@ from training.config import ConfigError, describe, load_config, make_config
 
 def test_memagent_preset_is_memagents_recipe() -> None:
     c = load_config("memagent")
-    assert (c.group_size, c.learning_rate, c.warmup_steps, c.kl_coef, c.eps_low, c.eps_high, c.temperature) == \
-        (16, 1e-6, 20, 1e-3, 0.2, 0.2, 1.0)
+    assert (c.group_size, c.learning_rate, c.warmup_steps, c.kl_coef, c.eps_low, c.eps_high, c.temperature) == (
+        16,
+        1e-6,
+        20,
+        1e-3,
+        0.2,
+        0.2,
+        1.0,
+    )
     assert not c.scale_advantage_by_std and c.template_set == "memagent" and c.lora_r == 0
 
 

@@ -59,9 +59,20 @@ def test_any_text_renders_as_itself(value: str) -> None:
 
 def test_document_line_escapes_every_field() -> None:
     payload = "<img src=http://127.0.0.1:9/x.png onerror=alert(3)>"
-    d = DocumentView(id=1, title=payload, filename=payload, format="html", status="failed",
-                     error=f"bad {payload}", size_bytes=1, pages=0, page_unit="section", char_count=0,
-                     token_count=None, created_at=None)
+    d = DocumentView(
+        id=1,
+        title=payload,
+        filename=payload,
+        format="html",
+        status="failed",
+        error=f"bad {payload}",
+        size_bytes=1,
+        pages=0,
+        page_unit="section",
+        char_count=0,
+        token_count=None,
+        created_at=None,
+    )
     rendered = MD.render(describe_document(d))
     assert "<img" not in rendered and payload.replace("<", "&lt;").replace(">", "&gt;") in rendered
 

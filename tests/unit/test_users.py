@@ -38,9 +38,18 @@ def test_passwords_are_argon2id_and_verified():
         hash_password("long enough\x00")
 
 
-@pytest.mark.parametrize("target,expected", [("/", "/"), ("/?x=1", "/?x=1"), ("//evil.example/", "/"),
-                                             ("https://evil.example/", "/"), ("/\\evil.example", "/"), ("", "/"),
-                                             (None, "/")])
+@pytest.mark.parametrize(
+    "target,expected",
+    [
+        ("/", "/"),
+        ("/?x=1", "/?x=1"),
+        ("//evil.example/", "/"),
+        ("https://evil.example/", "/"),
+        ("/\\evil.example", "/"),
+        ("", "/"),
+        (None, "/"),
+    ],
+)
 def test_only_a_path_of_this_site_is_followed_after_sign_in(target, expected):
     assert _safe_next(target) == expected
 

@@ -84,8 +84,10 @@ def test_dates_compare_by_meaning() -> None:
 
 
 def test_parties_one_party_at_a_time() -> None:
-    gold = ('Allscripts Healthcare, LLC ("Allscripts"); Phreesia, Inc. ("Company", "Phreesia"); (Allscripts and the '
-            "Company are sometimes referred to herein as a “Party” and collectively as the “Parties”)")
+    gold = (
+        'Allscripts Healthcare, LLC ("Allscripts"); Phreesia, Inc. ("Company", "Phreesia"); (Allscripts and the '
+        "Company are sometimes referred to herein as a “Party” and collectively as the “Parties”)"
+    )
     assert answer_kind(gold) == "parties"
     assert party_recall("Allscripts Healthcare and Phreesia Inc", gold) == 1.0
     assert sub_em("Allscripts Healthcare and Phreesia Inc", [gold])
@@ -106,8 +108,11 @@ def test_reward_reads_the_last_boxed_answer(rule) -> None:
 
 
 def _shared_golds() -> list[tuple[str, str, str]]:
-    rows = [(c["id"], q["category"], q["answer"])
-            for c in json.loads((DATA_DIR / "contracts" / "cases.json").read_text(encoding="utf-8")) for q in c["qa"]]
+    rows = [
+        (c["id"], q["category"], q["answer"])
+        for c in json.loads((DATA_DIR / "contracts" / "cases.json").read_text(encoding="utf-8"))
+        for q in c["qa"]
+    ]
     for line in (DATA_DIR / "contracts-train" / "cases.jsonl").read_text(encoding="utf-8").splitlines():
         c = json.loads(line)
         rows += [(c["id"], q["category"], q["answer"]) for q in c["qa"]]

@@ -238,14 +238,17 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.parametrize(("flags", "dtype"), [
-    ("flags\t\t: fpu sse2 avx avx2 fma", "float32"),  # AVX2 only: bfloat16 would be emulated
-    ("flags\t\t: fpu avx2 avx512f avx512bw", "float32"),  # AVX-512 without its BF16 extension
-    ("flags\t\t: fpu avx2 avx512f avx512_bf16", "bfloat16"),
-    ("flags\t\t: fpu avx2 amx_bf16 amx_tile", "bfloat16"),
-    ("Features\t: fp asimd bf16 i8mm", "bfloat16"),  # Arm
-    ("model name\t: bf16 in a name is not a flag", "float32"),
-])
+@pytest.mark.parametrize(
+    ("flags", "dtype"),
+    [
+        ("flags\t\t: fpu sse2 avx avx2 fma", "float32"),  # AVX2 only: bfloat16 would be emulated
+        ("flags\t\t: fpu avx2 avx512f avx512bw", "float32"),  # AVX-512 without its BF16 extension
+        ("flags\t\t: fpu avx2 avx512f avx512_bf16", "bfloat16"),
+        ("flags\t\t: fpu avx2 amx_bf16 amx_tile", "bfloat16"),
+        ("Features\t: fp asimd bf16 i8mm", "bfloat16"),  # Arm
+        ("model name\t: bf16 in a name is not a flag", "float32"),
+    ],
+)
 def test_vllm_computes_in_bfloat16_only_where_the_cpu_has_bfloat16_instructions(flags: str, dtype: str) -> None:
     assert cpu_dtype(f"processor\t: 0\n{flags}\n") == dtype
 

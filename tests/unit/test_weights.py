@@ -43,8 +43,17 @@ def test_the_shipped_reader_is_found_by_its_digest():
 def test_a_missing_adapter_names_the_indexed_run_and_the_commit_that_holds_it(tmp_path):
     digest = hashlib.sha256(b"gone").hexdigest()
     index = tmp_path / "results.jsonl"
-    index.write_text(json.dumps({"name": "sft-old", "kind": "train", "path": "training/results/sft-old",
-                                 "adapters": [{"path": "adapter-step9", "sha256": digest, "commit": "a" * 40}]}) + "\n")
+    index.write_text(
+        json.dumps(
+            {
+                "name": "sft-old",
+                "kind": "train",
+                "path": "training/results/sft-old",
+                "adapters": [{"path": "adapter-step9", "sha256": digest, "commit": "a" * 40}],
+            }
+        )
+        + "\n"
+    )
     with pytest.raises(AdapterNotFound) as caught:
         resolve_adapter(f"sha256:{digest}", search=[tmp_path / "runs"], index=index)
     message = str(caught.value)

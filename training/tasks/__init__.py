@@ -27,7 +27,6 @@ contracts.py, feedback.py (users' cases and feedback) and oracle.py (oracle trac
 is importable from here.
 """
 
-
 from __future__ import annotations
 
 from inference.templates import NO_EVIDENCE_MEMORY, NOT_IN_DOCUMENT
@@ -71,12 +70,50 @@ from training.tasks.oracle import (
 from training.tasks.synthetic import curriculum_tasks, synthetic_tasks
 
 __all__ = [
-    "ABSENT", "BOOKS_DIR", "CLAUSES_DEV", "CLAUSES_HELD_OUT", "CONTRACTS_DEV", "CONTRACTS_DIR",
-    "CONTRACTS_HELD_OUT", "CONTRACTS_TRAIN_DIR", "DATA_DIR", "DEFAULT_CURRICULUM", "HELD_OUT_BOOKS",
-    "HELD_OUT_CONTRACTS", "KINDS", "NOT_FOR_TRAINING", "NOT_IN_DOCUMENT", "NO_EVIDENCE_MEMORY", "OPEN",
-    "SYNTHETIC_KINDS", "Split", "TRAIN_BOOKS", "Task", "case_documents", "case_rows", "cases_tasks", "category_slug",
-    "contract_cases", "contract_ids", "contract_tasks", "corrections", "count_tokens", "curriculum_tasks",
-    "evidence_gains", "feedback_answer", "feedback_tasks", "governing_law_variant", "load_book", "load_tasks",
-    "oracle_answer", "oracle_memories", "question_echo", "save_tasks", "split_books", "synthetic_tasks",
-    "trainable_contract", "with_answer_evidence", "with_doc_tokens",
+    "ABSENT",
+    "BOOKS_DIR",
+    "CLAUSES_DEV",
+    "CLAUSES_HELD_OUT",
+    "CONTRACTS_DEV",
+    "CONTRACTS_DIR",
+    "CONTRACTS_HELD_OUT",
+    "CONTRACTS_TRAIN_DIR",
+    "DATA_DIR",
+    "DEFAULT_CURRICULUM",
+    "HELD_OUT_BOOKS",
+    "HELD_OUT_CONTRACTS",
+    "KINDS",
+    "NOT_FOR_TRAINING",
+    "NOT_IN_DOCUMENT",
+    "NO_EVIDENCE_MEMORY",
+    "OPEN",
+    "SYNTHETIC_KINDS",
+    "Split",
+    "TRAIN_BOOKS",
+    "Task",
+    "case_documents",
+    "case_rows",
+    "cases_tasks",
+    "category_slug",
+    "contract_cases",
+    "contract_ids",
+    "contract_tasks",
+    "corrections",
+    "count_tokens",
+    "curriculum_tasks",
+    "evidence_gains",
+    "feedback_answer",
+    "feedback_tasks",
+    "governing_law_variant",
+    "load_book",
+    "load_tasks",
+    "oracle_answer",
+    "oracle_memories",
+    "question_echo",
+    "save_tasks",
+    "split_books",
+    "synthetic_tasks",
+    "trainable_contract",
+    "with_answer_evidence",
+    "with_doc_tokens",
 ]

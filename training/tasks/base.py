@@ -68,6 +68,7 @@ def trainable_contract(contract_id: str) -> bool:
     """
     return contract_id not in NOT_FOR_TRAINING
 
+
 KINDS: tuple[str, ...] = ("single-needle", "multi-needle", "multi-hop", "variable-tracking")
 #: An open question about the story (what is eaten, which animals appear), asked of a window that never
 #: mentions its subject: half the time one planted sentence answers it, half the time nothing does and the

@@ -147,5 +147,10 @@ def governing_law_variant(host: Task, donor: Task, rng: random.Random) -> Task |
     document = document[:p] + " " + sentence + " " + document[p:].lstrip(" ")  # a blank line's end has no space after
     if _sentence_span(document, p + 1, p + 1 + len(sentence)) != (p + 1, p + 1 + len(sentence)):
         return None  # not a whole sentence where planted (a bare answer, no end): the memory would keep more
-    return replace(host, id=f"{host.id}+{donor.id.split(':')[0]}:{jurisdiction}", document=document,
-                   answers=(jurisdiction,), evidence=(sentence,))
+    return replace(
+        host,
+        id=f"{host.id}+{donor.id.split(':')[0]}:{jurisdiction}",
+        document=document,
+        answers=(jurisdiction,),
+        evidence=(sentence,),
+    )

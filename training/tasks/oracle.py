@@ -69,8 +69,9 @@ def oracle_memories(task: Task, chunk_texts: Sequence[str]) -> list[str]:
     return memories
 
 
-_ASKING = re.compile(r"^(?:in which \w+|what|which|who|whom|where|when|how)\b(?: (?:is|are|was|were|does|do|did)\b)? *",
-                     re.IGNORECASE)
+_ASKING = re.compile(
+    r"^(?:in which \w+|what|which|who|whom|where|when|how)\b(?: (?:is|are|was|were|does|do|did)\b)? *", re.IGNORECASE
+)
 
 
 def question_echo(question: str) -> str:
@@ -99,8 +100,13 @@ def evidence_gains(oracle: Sequence[str]) -> list[int]:
     return [k for k, memory in enumerate(oracle) if memory != (oracle[k - 1] if k else NO_EVIDENCE_MEMORY)]
 
 
-def corrections(oracle: Sequence[str], policy: Sequence[str], chunk_texts: Sequence[str], limit: int,
-                rng: random.Random | None = None) -> list[int]:
+def corrections(
+    oracle: Sequence[str],
+    policy: Sequence[str],
+    chunk_texts: Sequence[str],
+    limit: int,
+    rng: random.Random | None = None,
+) -> list[int]:
     """Chunks (at most `limit`, in reading order) where the policy's own reading went wrong and the oracle's
     memory can be written from what the policy had: its memory before the chunk and the chunk. Training
     on these (the policy's memory in, the oracle's out: DAgger) teaches recovery from the states the

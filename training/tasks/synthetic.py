@@ -90,28 +90,55 @@ def _words(alternatives: str) -> re.Pattern:
 # Weather is the subject of the throughput benchmark's one invented memory (benchmarks/run.py asks it of
 # Little Women, held out); the others are subjects none of its eight questions asks about.
 _OPEN: tuple[tuple[str, re.Pattern, str, str], ...] = (
-    ("What is the weather like?",
-     _words(r"weather|sun|sunny|sunshine|rain|rains|rained|raining|rainy|snow|snowy|snowing|"
-            r"wind|windy|breeze|storm|stormy|clouds?|cloudy|fog|foggy|mist|misty|frost|winter|summer|autumn"),
-     "It was raining in {value} on the day {who} arrived.", "town"),
-    ("What does anyone eat?",
-     _words(r"eat|eats|ate|eaten|eating|dine|dined|dinner|breakfast|supper|lunch|meal|food|bread|cake|soup|tea|fruit"),
-     "At supper {who} ate a bowl of {value} stew.", "word"),
-    ("Which animals appear?",
-     _words(r"dogs?|horses?|cats?|birds?|cows?|sheep|pigs?|mouse|mice|rats?|animals?|beasts?|fish|hounds?|ponies|pony"),
-     "{who} kept a grey pony named {value}.", "word"),
-    ("What music is played?",
-     _words(r"music|piano|songs?|sing|sings|sang|singing|violin|tunes?|played|playing|organ|hymns?"),
-     "{who} played a waltz called {value} on the piano.", "word"),
-    ("Who falls ill, and with what?",
-     _words(r"ill|illness|sick|sickness|fever|disease|doctor|cough|health|invalid"),
-     "{who} fell ill with {value} fever.", "word"),
-    ("How much money is paid?",
-     _words(r"money|paid|pay|dollars?|pounds?|shillings?|price|cost|costs|cheque"),
-     "{who} paid {value} dollars for the room.", "number"),
-    ("Which books or newspapers are read?",
-     _words(r"books?|read|reads|reading|novels?|newspapers?|papers?|poems?"),
-     "{who} was reading a novel called {value}.", "word"),
+    (
+        "What is the weather like?",
+        _words(
+            r"weather|sun|sunny|sunshine|rain|rains|rained|raining|rainy|snow|snowy|snowing|"
+            r"wind|windy|breeze|storm|stormy|clouds?|cloudy|fog|foggy|mist|misty|frost|winter|summer|autumn"
+        ),
+        "It was raining in {value} on the day {who} arrived.",
+        "town",
+    ),
+    (
+        "What does anyone eat?",
+        _words(
+            r"eat|eats|ate|eaten|eating|dine|dined|dinner|breakfast|supper|lunch|meal|food|bread|cake|soup|tea|fruit"
+        ),
+        "At supper {who} ate a bowl of {value} stew.",
+        "word",
+    ),
+    (
+        "Which animals appear?",
+        _words(
+            r"dogs?|horses?|cats?|birds?|cows?|sheep|pigs?|mouse|mice|rats?|animals?|beasts?|fish|hounds?|ponies|pony"
+        ),
+        "{who} kept a grey pony named {value}.",
+        "word",
+    ),
+    (
+        "What music is played?",
+        _words(r"music|piano|songs?|sing|sings|sang|singing|violin|tunes?|played|playing|organ|hymns?"),
+        "{who} played a waltz called {value} on the piano.",
+        "word",
+    ),
+    (
+        "Who falls ill, and with what?",
+        _words(r"ill|illness|sick|sickness|fever|disease|doctor|cough|health|invalid"),
+        "{who} fell ill with {value} fever.",
+        "word",
+    ),
+    (
+        "How much money is paid?",
+        _words(r"money|paid|pay|dollars?|pounds?|shillings?|price|cost|costs|cheque"),
+        "{who} paid {value} dollars for the room.",
+        "number",
+    ),
+    (
+        "Which books or newspapers are read?",
+        _words(r"books?|read|reads|reading|novels?|newspapers?|papers?|poems?"),
+        "{who} was reading a novel called {value}.",
+        "word",
+    ),
 )
 _MULTI: tuple[tuple[str, str], ...] = (
     ("One of the vault codes of {who} is {value}.", "What are all {k} vault codes of {who}, in the order they appear?"),

@@ -22,7 +22,6 @@ run's folder) and lifecycle.py (start, watch, cancel, resume, evaluate, promote)
 importable from here.
 """
 
-
 from __future__ import annotations
 
 from app.services.training_runs.data import (
@@ -72,10 +71,39 @@ from app.services.training_runs.shared import (
 )
 
 __all__ = [
-    "DataOverview", "DataSelection", "FeedbackRow", "KIND_HELP", "MAX_LENGTH", "MIN_LENGTH",
-    "RL_SECONDS_PER_UNIT", "RunError", "RunParams", "RunView", "SFT_TOKENS_PER_S", "STATUSES", "STOP_FILE",
-    "SamplePreview", "cancel_run", "curriculum", "data_overview", "estimate_seconds", "evaluate_run",
-    "field_help", "get_run", "has_checkpoint", "held_out", "list_runs", "log_tail", "preview_samples",
-    "promote_run", "queue_config", "read_jsonl", "resume_run", "run_log", "run_metrics", "run_samples",
-    "start_run", "version_name",
+    "DataOverview",
+    "DataSelection",
+    "FeedbackRow",
+    "KIND_HELP",
+    "MAX_LENGTH",
+    "MIN_LENGTH",
+    "RL_SECONDS_PER_UNIT",
+    "RunError",
+    "RunParams",
+    "RunView",
+    "SFT_TOKENS_PER_S",
+    "STATUSES",
+    "STOP_FILE",
+    "SamplePreview",
+    "cancel_run",
+    "curriculum",
+    "data_overview",
+    "estimate_seconds",
+    "evaluate_run",
+    "field_help",
+    "get_run",
+    "has_checkpoint",
+    "held_out",
+    "list_runs",
+    "log_tail",
+    "preview_samples",
+    "promote_run",
+    "queue_config",
+    "read_jsonl",
+    "resume_run",
+    "run_log",
+    "run_metrics",
+    "run_samples",
+    "start_run",
+    "version_name",
 ]

@@ -115,21 +115,25 @@ def check_selection(settings: Settings, selection: DataSelection) -> None:
             raise RunError(f"lengths: {n!r} is not a document length from {MIN_LENGTH} to {MAX_LENGTH:,} tokens")
     unknown = [k for k in selection.synthetic_kinds if k not in SYNTHETIC_KINDS]
     if unknown:
-        raise RunError(f"synthetic_kinds: unknown {', '.join(map(repr, unknown))}; "
-                       f"choose from {', '.join(SYNTHETIC_KINDS)}")
+        raise RunError(
+            f"synthetic_kinds: unknown {', '.join(map(repr, unknown))}; choose from {', '.join(SYNTHETIC_KINDS)}"
+        )
     offered = {path for path, _ in _qa_files(settings)}
     for path in selection.qa_files:
         if str(path) not in offered:
-            raise RunError(f"qa_files: {path} is not one of the server's QA files (JSON Lines files in "
-                           f"{settings.training_dir / 'qa'}): {', '.join(sorted(offered)) or 'there are none'}")
+            raise RunError(
+                f"qa_files: {path} is not one of the server's QA files (JSON Lines files in "
+                f"{settings.training_dir / 'qa'}): {', '.join(sorted(offered)) or 'there are none'}"
+            )
     if selection.contracts and _contracts()[0] == 0:
         raise RunError("contracts: the shared contracts are not on this server (training/tasks: CONTRACTS_TRAIN_DIR)")
     if not (selection.include_feedback or selection.contracts or selection.qa_files or selection.synthetic_kinds):
         raise RunError("the selection is empty: include feedback, contracts, QA files or synthetic tasks")
 
 
-def preview_samples(settings: Settings, selection: DataSelection, n: int = 5,
-                    user: UserView | None = None) -> list[SamplePreview]:
+def preview_samples(
+    settings: Settings, selection: DataSelection, n: int = 5, user: UserView | None = None
+) -> list[SamplePreview]:
     """Up to `n` training samples the selection makes, taken in turn from each source it includes."""
     with session_scope(settings.resolved_database_url) as s:
         actor = admin(s, settings, user)

@@ -44,8 +44,15 @@ from training.tasks import (
 )
 
 
-def start_run(settings: Settings, selection: DataSelection, params: RunParams, *, name: str | None = None,
-              start_version_id: int | None = None, user: UserView | None = None) -> RunView:
+def start_run(
+    settings: Settings,
+    selection: DataSelection,
+    params: RunParams,
+    *,
+    name: str | None = None,
+    start_version_id: int | None = None,
+    user: UserView | None = None,
+) -> RunView:
     """Validate (RunError naming the field to change), write the run's folder, store it queued and
     enqueue it on the `training` queue."""
     check_selection(settings, selection)
@@ -57,9 +64,11 @@ def start_run(settings: Settings, selection: DataSelection, params: RunParams, *
     rows = selected_feedback(settings, selection, actor)
     train = [r for r in rows if not held_out(r["document_id"])]
     if selection.include_feedback and not any(feedback_answer(r) for r in train):
-        raise RunError(f"feedback: of the {len(rows)} judged readings selected, none can be trained on (the readings "
-                       "of every fifth document are held out for the evaluation; an answer judged incorrect "
-                       "teaches only with a corrected answer): select more feedback, or leave it out")
+        raise RunError(
+            f"feedback: of the {len(rows)} judged readings selected, none can be trained on (the readings "
+            "of every fifth document are held out for the evaluation; an answer judged incorrect "
+            "teaches only with a corrected answer): select more feedback, or leave it out"
+        )
     recorded = {k: (v.isoformat() if isinstance(v, date) else list(v) if isinstance(v, tuple) else v)
                 for k, v in dataclasses.asdict(selection).items()}  # fmt: skip
     recorded["lengths"] = sorted(set(selection.lengths))
@@ -83,14 +92,26 @@ def queue_config(settings: Settings, config: TrainConfig, *, name: str, user: Us
         config.init_adapter = config.init_adapter.resolve()
     config.data.qa_files = [p.resolve() for p in config.data.qa_files]
     config.data.feedback = [p.resolve() for p in config.data.feedback]
-    recorded = {"config_file": True, "synthetic_kinds": list(config.data.synthetic_kinds),
-                "lengths": sorted({n for n, _ in config.data.curriculum}), "contracts": config.data.contracts,
-                "qa_files": [str(p) for p in config.data.qa_files], "feedback": [str(p) for p in config.data.feedback]}
+    recorded = {
+        "config_file": True,
+        "synthetic_kinds": list(config.data.synthetic_kinds),
+        "lengths": sorted({n for n, _ in config.data.curriculum}),
+        "contracts": config.data.contracts,
+        "qa_files": [str(p) for p in config.data.qa_files],
+        "feedback": [str(p) for p in config.data.feedback],
+    }
     return _insert_run(settings, actor, name, config, recorded, None, lambda _run_dir: None)
 
 
-def _insert_run(settings: Settings, actor: UserView, name: str, config: TrainConfig, selection: dict,
-                start_version_id: int | None, write_data: Any) -> RunView:
+def _insert_run(
+    settings: Settings,
+    actor: UserView,
+    name: str,
+    config: TrainConfig,
+    selection: dict,
+    start_version_id: int | None,
+    write_data: Any,
+) -> RunView:
     """Store the run queued, write its folder (`write_data(run_dir)` first: it may change the config),
     commit, then enqueue."""
     name = " ".join(name.split())
@@ -193,8 +214,14 @@ def cancel_run(settings: Settings, run_id: int, user: UserView | None = None) ->
 
 def resume_run(settings: Settings, run_id: int, user: UserView | None = None) -> RunView:
     """A cancelled or failed run is queued again; it continues from its last checkpoint."""
-    again = {"status": RunStatus.queued, "error": None, "finished_at": None, "worker": None, "heartbeat_at": utcnow(),
-             "attempts": 0}
+    again = {
+        "status": RunStatus.queued,
+        "error": None,
+        "finished_at": None,
+        "worker": None,
+        "heartbeat_at": utcnow(),
+        "attempts": 0,
+    }
     _move(settings, run_id, user, {RunStatus.cancelled: again, RunStatus.failed: again},
           "run {id} is {status}: only a cancelled or failed run can be resumed")  # fmt: skip
     request_training(settings, run_id)
@@ -218,8 +245,10 @@ def evaluate_run(settings: Settings, run_id: int, user: UserView | None = None) 
 def _require_adapter(run: TrainingRun) -> Path:
     adapter = Path(run.run_dir) / "adapter"
     if run.status != RunStatus.done or not (adapter / "adapter_config.json").is_file():
-        raise RunError(f"run {run.id} is {run.status.value}: only a finished run (done, with its adapter) can be "
-                       "evaluated or promoted")
+        raise RunError(
+            f"run {run.id} is {run.status.value}: only a finished run (done, with its adapter) can be "
+            "evaluated or promoted"
+        )
     return adapter
 
 
