@@ -41,7 +41,9 @@ ON_TOPIC = 0.34
 #: ... or this many of them
 ON_TOPIC_WORDS = 2
 _YES_NO = frozenset({"yes", "no", "not", "true", "false", "none"})
-_WORD = re.compile(r"\w+")
+#: a word, or a number or address with its inner dots and commas ("127.0.0.1", "1,000", "14.2"): one token, so
+#: that a digit inside one does not pass for another number
+_WORD = re.compile(r"\w+(?:[.,]\w+)*")
 #: a plain ending: "governing", "governed", "governs", and the plural of a short word ("laws", "days")
 _SUFFIX = re.compile(r"(?<=\w{4})(?:ing|ed|es|s)$|(?<=\w{2}[^\Wsiu])s$")
 

@@ -81,6 +81,13 @@ def test_an_answer_links_to_the_passage_of_the_memory_sentence_it_was_answered_f
     assert [t.part for t in trace(TEXT, CHUNKS, [], "Which law?", None)] == []
 
 
+def test_a_digit_inside_an_address_does_not_pass_for_a_number_of_the_answer():
+    # "ships 1 to 4" is in no memory: the memory's "1" is part of "127.0.0.1", one token, not the number 1.
+    memories = ["ship 3 ![x](http://127.0.0.1:9/t.png), ship 4 near island 4"]
+    (memory, answer) = trace("x " * 50, [(0, 100)], memories, "Which ships were logged?", "ships 1 to 4")
+    assert memory.step == 1 and answer.part == "answer" and answer.step is None and answer.via is None
+
+
 def test_a_passage_is_found_in_pdfiums_text_despite_line_ends_hyphens_and_ligatures():
     page = "1. “Gross Sales” shall mean total reve-\r\nnues, under generally ac\ufb01cepted\r\nprinciples.\r\nE. Next"
     passage = "1. “Gross Sales” shall mean total revenues, under generally acficepted\nprinciples."
