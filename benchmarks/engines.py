@@ -32,9 +32,10 @@ from pathlib import Path
 from inference.engines.base import Engine
 from inference.models import model_folder
 from inference.templates import NO_MEMORY, get_template_set
+from training.tasks import BOOKS_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
-BOOKS = ROOT.parent / "shared" / "data" / "books"
+BOOKS = BOOKS_DIR
 QUESTIONS = [
     "Who is the narrator's closest friend?",
     "Where does the story begin?",

@@ -24,8 +24,9 @@ from inference.agent import AgentConfig, MemoryAgent
 from inference.chunking import token_starts
 from inference.engines.transformers_engine import TransformersEngine
 from inference.models import model_folder
+from training.tasks import BOOKS_DIR
 
-BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
+BOOKS = BOOKS_DIR
 
 # --- planted facts ---------------------------------------------------------------------------
 # Invented names and values, unlikely to occur in the novels, so the fact is the only source.

@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
 
-BOOK = Path(__file__).resolve().parents[2] / "shared" / "data" / "books" / "pg84.txt"
+from training.tasks import BOOKS_DIR
+
+BOOK = BOOKS_DIR / "pg84.txt"
 
 
 def main() -> None:

@@ -25,9 +25,10 @@ import time
 from pathlib import Path
 
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS
+from training.tasks import CONTRACTS_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
-CONTRACTS = ROOT.parent / "shared" / "data" / "contracts"
+CONTRACTS = CONTRACTS_DIR
 SHOTS = ROOT / "docs" / "screenshots"
 QUESTION = "Which state's law governs this agreement?"
 #: short training-split contracts (training/tasks contract_ids("train")), with their governing law

@@ -43,9 +43,10 @@ from benchmarks.reference_loop import read_reference
 from inference.agent import extract_boxed, holds_nothing
 from inference.chunking import token_starts
 from inference.vllm_server import group_pids, proc_stat
+from training.tasks import BOOKS_DIR
 
 RESULTS = Path(__file__).resolve().parents[1] / "runs" / "benchmarks"  # git-ignored; cite what you keep
-BOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "books"
+BOOKS = BOOKS_DIR
 LONG_BOOK = "pg37106.txt"  # the longest of the books: ~270K tokens
 QUESTIONS = [
     "Who is the main character, and what does she want?",
