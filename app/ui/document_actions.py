@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import gradio as gr
 
-from app.services import document_deletion, documents
+from app.services import document_deletion
 from app.services.errors import NotFound
 from app.services.users import UserView
 from app.settings import Settings
@@ -31,7 +31,8 @@ def confirm_text(v: document_deletion.DeletionView) -> str:
 
 
 class DocumentActions:
-    """The buttons, the confirmation and its message; `connect(...)` wires them once the tab's parts exist."""
+    """The buttons, the confirmation and its message; `connect(...)` wires them once the tab's parts exist. Which
+    button shows (and when the confirmation closes) follows the chosen document: read_tab.py's on_parts."""
 
     def __init__(self, settings: Settings, me: Callable[[], UserView | None]) -> None:
         self.settings, self.me = settings, me
@@ -46,17 +47,6 @@ class DocumentActions:
                 self.yes = gr.Button("Yes, delete it", size="sm", variant="stop", elem_id="delete-yes")
                 self.no = gr.Button("Keep it", size="sm", elem_id="delete-no")
         self.msg = gr.Markdown(elem_id="delete-msg", latex_delimiters=[])
-
-    def buttons(self, document_id: int | None):
-        """Delete for a document that was read (or can be), Dismiss for a failed upload; no confirmation open."""
-        try:
-            doc = documents.show_document(self.settings, document_id, with_page_map=False, user=self.me())
-        except NotFound:
-            doc = None
-        if document_id is None or doc is None:
-            return HIDDEN, HIDDEN, HIDDEN
-        failed = doc.status == "failed"
-        return gr.update(visible=not failed), gr.update(visible=failed), HIDDEN
 
     def ask(self, document_id: int | None):
         if document_id is None:
@@ -81,7 +71,6 @@ class DocumentActions:
     def connect(self, document: gr.Dropdown, after: Callable, after_inputs: list, after_outputs: list) -> None:
         """Wire the buttons; `after(*after_inputs)` refreshes the tab once a deletion was tried (it clears the
         tab only if the document is gone)."""
-        document.change(self.buttons, document, [self.delete, self.dismiss, self.confirm_box], show_progress="hidden")
         self.delete.click(self.ask, document, [self.confirm_text, self.confirm_box, self.msg], show_progress="hidden")
         self.no.click(lambda: (HIDDEN, ""), None, [self.confirm_box, self.msg], show_progress="hidden")
         self.yes.click(self.remove, document, [self.confirm_box, self.msg], show_progress="hidden").then(

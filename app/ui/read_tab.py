@@ -28,6 +28,7 @@ from app.ui.read_views import (
     UPLOAD_TYPES,
     describe_document,
     describe_progress,
+    page_parts,
     pages_label,
     progress_bar,
     reading_row,
@@ -137,6 +138,21 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         """Another document chosen: its info and readings; the previous document's questions, pass, memory and
         answer go (show_document closes a reading of another document)."""
         return *show_document(document_id, reading_id, saved), "", "", [], *PassView.hide()
+
+    def on_parts(document_id: int | None):
+        """Only what applies to the chosen document (page_parts): Delete or Dismiss, no confirmation open, and
+        the question column, the readings and the review unless it is a failed upload."""
+        try:
+            doc = (
+                documents.show_document(settings, document_id, with_page_map=False, user=me())
+                if document_id is not None
+                else None
+            )
+        except NotFound:
+            doc = None
+        p = page_parts(doc.status if doc else None)
+        reading = [gr.update(visible=p.reading) for _ in range(3)]  # one each, as in closed()
+        return gr.update(visible=p.delete), gr.update(visible=p.dismiss), gr.update(visible=False), *reading
 
     def after_delete(document_id: int | None, reading_id: int | None, saved: dict | None):
         """Once a deletion was tried: the menu without the document, and the tab cleared as for a switch (nothing
@@ -308,7 +324,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
             document = gr.Dropdown(label="Document", choices=doc_choices(), value=None, elem_id="document")
             doc_info = gr.Markdown(elem_id="doc-info", latex_delimiters=[])
             actions = DocumentActions(settings, me)
-        with gr.Column(scale=2):
+        with gr.Column(scale=2) as reading_column:
             question = gr.Textbox(label="Question", placeholder="Which law governs this agreement?", elem_id="question")
             with gr.Accordion("More questions at once", open=False, elem_id="more-box"):
                 more_questions = gr.Textbox(
@@ -361,6 +377,8 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         upload.upload(on_upload, [upload, reading_id, saved], [upload, document, *shown], show_progress="hidden")
         cleared = [*shown, question, more_questions, pass_ids, *pass_view.outputs]
         document.input(on_switch, [document, reading_id, saved], cleared, show_progress="hidden")
+        parts = [actions.delete, actions.dismiss, actions.confirm_box, reading_column, readings_table, review_panel.box]
+        document.change(on_parts, document, parts, show_progress="hidden")
         actions.connect(document, after_delete, [document, reading_id, saved], [document, *cleared])
         ask.click(
             on_ask,

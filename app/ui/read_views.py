@@ -5,6 +5,7 @@ services' views, so they are tested without a browser."""
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 
 from app.services.documents import page_url
 from app.services.feedback import FeedbackView
@@ -44,6 +45,22 @@ def describe_document(d: DocumentView) -> str:
                 f"on {text_md(e.engine)} ({text_md(e.basis)})."
             )
     return line
+
+
+@dataclass(frozen=True)
+class PageParts:
+    """Which parts of the Read tab apply to the chosen document."""
+
+    delete: bool  #: the Delete button
+    dismiss: bool  #: the Dismiss button
+    reading: bool  #: asking, the open reading (memory, answer, timeline, feedback), the readings, the review
+
+
+def page_parts(status: str | None) -> PageParts:
+    """The parts for a document of this status (None: no document, or one that is gone). A failed upload has
+    nothing to read: only its title, its error (the info line) and Dismiss."""
+    failed = status == "failed"
+    return PageParts(delete=status is not None and not failed, dismiss=failed, reading=not failed)
 
 
 #: Gradio refuses larger files itself, with a message that disappears and a bare "Error" left in

@@ -26,6 +26,7 @@ EXPORT_DIR = Path(tempfile.gettempdir()) / "longread-reviews"
 @dataclass(frozen=True)
 class ReviewPanel:
     connect: Callable[[gr.components.Component, gr.Timer], None]
+    box: gr.Accordion  #: the whole panel (hidden for a failed upload: read_tab.py)
     #: the handlers connect wires, for tests
     render: Callable
     on_tick: Callable
@@ -130,7 +131,7 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
     review_id = gr.State(None)
     kept = gr.State([])
     seen = gr.State(None)
-    with gr.Accordion("Contract review: every CUAD clause in one pass", open=True, elem_id="review-box"):
+    with gr.Accordion("Contract review: every CUAD clause in one pass", open=True, elem_id="review-box") as box:
         with gr.Row():
             start = gr.Button("Review this contract (41 questions, one pass)", size="sm", elem_id="review-start")
             which = gr.Dropdown(
@@ -169,4 +170,4 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
         list_timer.tick(on_tick, [review_id, which, seen], shown, show_progress="hidden")
         table.select(on_row, kept, [passage, note, page], show_progress="hidden")
 
-    return ReviewPanel(connect, render, on_tick, on_row)
+    return ReviewPanel(connect, box, render, on_tick, on_row)

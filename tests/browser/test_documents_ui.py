@@ -1,9 +1,9 @@
 """The Read tab's documents and what it shows for them: deleting a document asks first and takes it off the list,
-a failed upload is listed after the readable ones and can be dismissed, switching documents clears the previous
-one's question, memory and answer, a branch's timeline follows it to its end, the questions of one pass are shown
-side by side with their memories, and the Admin tab holds the users. The app runs without a worker: readings are
-read in this process with a scripted engine on the app's own database, while the page watches. The server is
-shared with other tests: every test makes its own documents."""
+a failed upload is listed after the readable ones, shows only its error and Dismiss and can be dismissed, switching
+documents clears the previous one's question, memory and answer, a branch's timeline follows it to its end, the
+questions of one pass are shown side by side with their memories, and the Admin tab holds the users. The app runs
+without a worker: readings are read in this process with a scripted engine on the app's own database, while the page
+watches. The server is shared with other tests: every test makes its own documents."""
 
 from __future__ import annotations
 
@@ -103,15 +103,26 @@ def test_deleting_a_document_asks_first_and_a_failed_upload_is_dismissed(ui_page
     assert not [label for label in _options(page) if label.startswith(f"#{doomed['id']} ")]
     page.keyboard.press("Escape")
 
-    # A failed upload: no Delete, a Dismiss that takes it off the list at once.
+    # A failed upload: its error and a Dismiss that takes it off the list at once; nothing to ask, read or review.
     _choose(page, broken["id"])
     page.locator("#doc-info").get_by_text("could not be read").wait_for(timeout=30_000)
     page.locator("#dismiss-document").wait_for(state="visible", timeout=30_000)
-    assert not page.locator("#delete-document").is_visible()
+    page.locator("#ask").wait_for(state="hidden", timeout=30_000)
+    for part in ("delete-document", "question", "memory", "timeline", "feedback", "readings", "review-box"):
+        assert not page.locator(f"#{part}").is_visible(), part
+    page.screenshot(path=str(SHOTS / "docs37-failed-upload.png"), full_page=False)
     page.locator("#dismiss-document").click()
     page.locator("#delete-msg").get_by_text(f"Dismissed #{broken['id']}").wait_for(timeout=30_000)
     assert page.request.get(f"{ui_server.url}/api/documents/{broken['id']}").status == 404
     assert [label for label in _options(page) if tag in label] == [f"#{kept['id']} kept-{tag}.txt"]
+    page.keyboard.press("Escape")
+
+    # A readable document: all of it back.
+    _choose(page, kept["id"])
+    page.locator("#ask").wait_for(state="visible", timeout=30_000)
+    for part in ("delete-document", "question", "readings", "review-box"):
+        assert page.locator(f"#{part}").is_visible(), part
+    assert not page.locator("#dismiss-document").is_visible()
 
     assert not dialogs, dialogs
     assert not stray, stray

@@ -10,7 +10,7 @@ from app.services.health import Health
 from app.services.views import CheckpointView, ProgressView, ReadingView
 from app.ui.document_actions import confirm_text
 from app.ui.pass_view import pass_cards_html
-from app.ui.read_views import describe_health, describe_progress
+from app.ui.read_views import describe_health, describe_progress, page_parts
 
 
 def test_a_finished_branch_counts_the_chunks_it_read_not_the_whole_document() -> None:
@@ -61,3 +61,13 @@ def test_the_status_line_names_the_model_version() -> None:
     h = Health(1, "ready", "vllm-local", None, None)
     assert describe_health(h, "reader-v2 (version #3)").endswith("· **Model version:** reader\\-v2 \\(version \\#3\\)")
     assert "Model version" not in describe_health(h)
+
+
+def test_a_failed_upload_shows_only_dismiss_and_a_readable_document_the_rest() -> None:
+    failed = page_parts("failed")
+    assert failed.dismiss and not failed.delete and not failed.reading
+    for status in ("uploaded", "parsing", "ready"):
+        parts = page_parts(status)
+        assert parts.reading and parts.delete and not parts.dismiss, status
+    nothing = page_parts(None)  # no document chosen (or it is gone): ask is there, to say "choose one first"
+    assert nothing.reading and not nothing.delete and not nothing.dismiss
