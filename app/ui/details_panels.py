@@ -80,6 +80,7 @@ class ReadingDetailsPanels:
                     show_legend=False,
                     show_inline_category=False,
                     color_map={"source": "yellow"},
+                    visible=False,  # until a sentence is chosen (open_passage)
                     elem_id="source-passage",
                 )
                 self.source_page = gr.HTML(visible=False, elem_id="source-page")

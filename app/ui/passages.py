@@ -17,9 +17,9 @@ def chosen_row(evt: gr.SelectData) -> int:
     return evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
 
 
-def no_passage() -> tuple:
-    """The passage view emptied: passage, note, page image."""
-    return [], "", gr.update(value="", visible=False)
+def no_passage(note: str = "") -> tuple:
+    """The passage view emptied and hidden, `note` (Markdown) in its place: passage, note, page image."""
+    return gr.update(value=[], visible=False), note, gr.update(value="", visible=False)
 
 
 def open_passage(
@@ -44,4 +44,4 @@ def open_passage(
         document_id, page = (int(x) for x in pdf_page)
         note += f", printed on page {page} of the PDF (beside it, highlighted)"
         image = gr.update(value=page_image_html(document_id, page, int(start), int(end)), visible=True)
-    return [(before, None), (passage, label), (after, None)], note + ".", image
+    return gr.update(value=[(before, None), (passage, label), (after, None)], visible=True), note + ".", image

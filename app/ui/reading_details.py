@@ -13,7 +13,7 @@ from app.services import documents, feedback, provenance, readings
 from app.services.errors import NotFound
 from app.services.users import UserView
 from app.settings import Settings
-from app.ui.passages import chosen_row, open_passage
+from app.ui.passages import chosen_row, no_passage, open_passage
 from app.ui.read_views import (
     branch_tree,
     compare_text,
@@ -155,15 +155,19 @@ def build_reading_details(settings: Settings, me: Callable[[], UserView | None])
 
     def load_provenance(reading_id: int | None):
         """Each sentence of the final memory and the answer, with the step it entered the memory at."""
-        empty = [], [], [], "Open a reading: where each sentence of its memory and answer came from shows here."
+        empty = (
+            [],
+            [],
+            *no_passage("Open a reading: where each sentence of its memory and answer came from shows here."),
+        )
         if reading_id is None:
-            return *empty, gr.update(value="", visible=False)
+            return empty
         try:
             who = me()
             sources = provenance.provenance(settings, reading_id, user=who)
             doc = documents.show_document(settings, readings.show(settings, reading_id, user=who).document_id, user=who)
         except NotFound:
-            return *empty, gr.update(value="", visible=False)
+            return empty
         labels = [p.label for p in doc.page_map or []]
         rows = [[x.part, " ".join(x.sentence.split()), x.step if x.step else "–",
                  (pages_label(x.first_page, x.last_page, doc.page_unit, labels)
@@ -172,15 +176,14 @@ def build_reading_details(settings: Settings, me: Callable[[], UserView | None])
         keep = [[x.passage_start, x.passage_end, x.step, doc.id, x.page if doc.format == "pdf" else None, x.via]
                 for x in sources]  # fmt: skip
         note = "Choose a sentence to see the passage it came from." if rows else "No memory yet."
-        return rows, keep, [], note, gr.update(value="", visible=False)
+        return rows, keep, *no_passage(note)
 
     def on_source(evt: gr.SelectData, reading_id: int | None, kept: list | None):
         """The chosen sentence's passage, highlighted in its place in the document; for a PDF, beside it
         the page it is printed on, as an image with the passage marked (GET /api/documents/{id}/pages/{n}.png)."""
         row = chosen_row(evt)
         if reading_id is None or not kept or row >= len(kept) or kept[row][0] is None:
-            return ([], "That sentence is in no memory the agent wrote, so it has no passage.",
-                    gr.update(value="", visible=False))  # fmt: skip
+            return no_passage("That sentence is in no memory the agent wrote, so it has no passage.")
         start, end, k, document_id, page, via = (kept[row] + [None] * 6)[:6]
         note = (f"Answered from the memory's sentence “{text_md(' '.join(via.split()))}”, which entered the memory "
                 f"at step {k}: the passage of that step's chunk it came from" if via else

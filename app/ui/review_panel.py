@@ -121,8 +121,7 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
         """The chosen row's passage, highlighted in its place in the document, beside its PDF page."""
         row = chosen_row(evt)
         if not kept or row >= len(kept) or kept[row][1] is None:
-            return [], "No evidence was found for that row: its answer is in no passage the memory kept.", \
-                gr.update(value="", visible=False)  # fmt: skip
+            return no_passage("No evidence was found for that row: its answer is in no passage the memory kept.")
         reading_id, start, end, k, document_id, page = kept[row]
         return open_passage(settings, me(), reading_id, start, end, "evidence",
                             f"Its evidence entered the memory at step {k}: the passage of that step's chunk it "
@@ -158,6 +157,7 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
                 show_legend=False,
                 show_inline_category=False,
                 color_map={"evidence": "yellow"},
+                visible=False,  # until a row is opened (open_passage)
                 elem_id="review-passage",
             )
             page = gr.HTML(visible=False, elem_id="review-page")

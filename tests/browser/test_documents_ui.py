@@ -117,12 +117,13 @@ def test_deleting_a_document_asks_first_and_a_failed_upload_is_dismissed(ui_page
     assert [label for label in _options(page) if tag in label] == [f"#{kept['id']} kept-{tag}.txt"]
     page.keyboard.press("Escape")
 
-    # A readable document: all of it back.
+    # A readable document: all of it back, but no passage box before a review row is opened.
     _choose(page, kept["id"])
     page.locator("#ask").wait_for(state="visible", timeout=30_000)
     for part in ("delete-document", "question", "readings", "review-box"):
         assert page.locator(f"#{part}").is_visible(), part
     assert not page.locator("#dismiss-document").is_visible()
+    assert not page.locator("#review-passage").is_visible()
 
     assert not dialogs, dialogs
     assert not stray, stray
