@@ -223,7 +223,8 @@ class TrainingRun(Base):
     #: the data selection the admin made (feedback since/which, QA files, synthetic kinds and lengths)
     selection: Mapped[dict] = mapped_column(JSON)
     run_dir: Mapped[str] = mapped_column(String(1000))
-    #: the version it trains from (its adapter is the starting point); None: the base model
+    #: the version it trains from (its adapter is the starting point); None: what its config names (the base
+    #: model, and `init_adapter` when it loads one: a run queued from a config file)
     start_version_id: Mapped[int | None] = mapped_column(ForeignKey("model_version.id", ondelete="SET NULL"))
     #: the version promoted from this run
     version_id: Mapped[int | None] = mapped_column(ForeignKey("model_version.id", ondelete="SET NULL"))

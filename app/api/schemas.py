@@ -307,7 +307,9 @@ class RunOut(_Out):
     queue_position: int | None = Field(description="1 for the next run to start; None unless queued")
     attempts: int
     error: str | None
-    start_version: str = Field(description="the version it trains from, or `base`")
+    start_version: str = Field(
+        description="what it trains from: a version's name, else `MODEL + adapter ADAPTER` or `base MODEL`"
+    )
     version_id: int | None = Field(description="the model version it was promoted to")
     evaluation: dict[str, Any] | None = Field(description="status, and the baseline's and this run's summary rows")
     config: dict[str, Any]

@@ -37,7 +37,7 @@ def lineage(version: dict[str, Any], made_by: dict[int, RunView], by_name: dict[
     while (run := made_by.get(version["id"])) is not None:
         chain.insert(0, f"run #{run.id} {run.name}")
         start = by_name.get(run.start_version)
-        if start is None or start["id"] in seen:  # "base": the settings' model
+        if start is None or start["id"] in seen:  # no version: its base model (and adapter), as the run says
             chain.insert(0, run.start_version)
             return chain
         version = start

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from app.db import session_scope
 from app.models import RunStatus, TrainingRun
 from app.web import create_app
+from inference.models import READER_ADAPTER
 from tests.authutil import bearer, new_user, production_settings, token
 
 pytestmark = pytest.mark.integration
@@ -84,7 +85,10 @@ def test_an_admin_starts_watches_cancels_resumes_and_promotes_a_run(client, sett
         s.get(TrainingRun, run["id"]).status = RunStatus.done
     version = client.post(f"/api/training/runs/{run['id']}/promote").json()
     assert version["active"] and version["run_id"] == run["id"] and version["adapter_path"] == str(adapter)
-    assert version["lineage"] == ["base", f"run #{run['id']} tiny <b>run</b>", version["name"]]
+    # no version was active: the run started from the settings' model, the bundled reader (its adapter)
+    start = f"smollm2 + adapter {READER_ADAPTER}"
+    assert run["start_version"] == start
+    assert version["lineage"] == [start, f"run #{run['id']} tiny <b>run</b>", version["name"]]
     assert client.get(f"/api/training/runs/{run['id']}").json()["run"]["version_id"] == version["id"]
 
     # Switch back to the base model, and to the version again.

@@ -12,6 +12,7 @@ from markdown_it import MarkdownIt
 
 from app.services.registry import lineage
 from app.services.training_runs import RunView
+from app.services.training_runs.shared import start_label
 from app.ui.training_views import describe_run, eval_view, parse_params, parse_selection
 
 IMG = "<img src=x onerror=alert(1)>"
@@ -20,7 +21,7 @@ IMG = "<img src=x onerror=alert(1)>"
 def _run(**kw) -> RunView:  # noqa: ANN003
     fields = dict(id=7, name=f"tiny {IMG} **run**", status="failed", created_by="ada", created_at=datetime.now(UTC),
                   started_at=None, finished_at=None, step=2, total_steps=3, eta_s=None, queue_position=None,
-                  attempts=1, error=None, start_version="base", version_id=None, evaluation=None, config={},
+                  attempts=1, error=None, start_version="base smollm2", version_id=None, evaluation=None, config={},
                   selection={}, run_dir="/tmp/run-7", resumable=True)  # fmt: skip
     return RunView(**{**fields, **kw})
 
@@ -76,7 +77,7 @@ def test_a_failed_run_says_why_in_its_first_and_last_line_escaped() -> None:
     error = "the trainer stopped (exit code 1); the end of its log:\nTraceback …\n\nOSError: no model at /x <b>\n"
     tags, text = _rendered(describe_run(_run(error=error)))
     assert set(tags) == {"p", "strong", "br"}, tags  # the name's and the error's markup stays text
-    assert text.startswith(f"#7 tiny {IMG} **run** · failed · step 2 of 3 · from base · by ada"), text
+    assert text.startswith(f"#7 tiny {IMG} **run** · failed · step 2 of 3 · from base smollm2 · by ada"), text
     assert ("Error: the trainer stopped (exit code 1); the end of its log: … OSError: no model at /x <b> (the log "
             "below has the rest)") in text  # fmt: skip
     assert "Resume continues from its last checkpoint." in text
@@ -89,14 +90,31 @@ def _rendered(markdown: str) -> tuple[list[str], str]:
     return re.findall(r"</?([a-zA-Z0-9]+)", out), html.unescape(re.sub(r"<[^>]*>", "", out))
 
 
+def test_a_run_says_what_it_starts_from() -> None:
+    """Its version when it has one; else its config's base model and the adapter it loads (a run queued from
+    a config file has no version, yet may start from the reader or any adapter); the bare base only when so."""
+    digest = "sha256:" + "be07" * 16
+    config = {"model": "smollm2", "init_adapter": digest}
+    assert start_label(config, "run-3-contracts") == "run-3-contracts"
+    assert start_label(config, None) == f"smollm2 + adapter {digest}"
+    assert start_label({**config, "init_adapter": "/runs/sft/adapter"}, None) == "smollm2 + adapter /runs/sft/adapter"
+    assert start_label({"model": "/models/qwen", "init_adapter": None}, None) == "base /models/qwen"
+    _, text = _rendered(describe_run(_run(start_version=start_label(config, None))))
+    assert f"· from smollm2 + adapter {digest} ·" in text
+
+
 def test_lineage_follows_runs_back_to_the_base() -> None:
     v1 = {"id": 1, "name": "run-1: first", "base_model": "smollm2", "adapter_path": "/a1"}
     v2 = {"id": 2, "name": "run-2: second", "base_model": "smollm2", "adapter_path": "/a2"}
-    by_hand = {"id": 3, "name": "imported", "base_model": "smollm2", "adapter_path": "/a3"}
+    v3 = {"id": 3, "name": "run-3: third", "base_model": "smollm2", "adapter_path": "/a3"}
+    by_hand = {"id": 4, "name": "imported", "base_model": "smollm2", "adapter_path": "/a4"}
     made_by = {
-        1: _run(id=1, name="first", start_version="base"),
+        1: _run(id=1, name="first", start_version="base smollm2"),
         2: _run(id=2, name="second", start_version=v1["name"]),
+        3: _run(id=3, name="third", start_version="smollm2 + adapter /reader"),  # queued from a config file
     }
-    by_name = {v["name"]: v for v in (v1, v2, by_hand)}
-    assert lineage(v2, made_by, by_name) == ["base", "run #1 first", "run-1: first", "run #2 second", "run-2: second"]
+    by_name = {v["name"]: v for v in (v1, v2, v3, by_hand)}
+    assert lineage(v2, made_by, by_name) == ["base smollm2", "run #1 first", "run-1: first", "run #2 second",
+                                             "run-2: second"]  # fmt: skip
+    assert lineage(v3, made_by, by_name) == ["smollm2 + adapter /reader", "run #3 third", "run-3: third"]
     assert lineage(by_hand, made_by, by_name) == ["smollm2", "imported"]

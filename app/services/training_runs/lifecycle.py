@@ -35,6 +35,7 @@ from app.services.training_runs.shared import (
     admin,
     held_out,
     require_run,
+    start_label,
 )
 from app.services.users import UserView
 from app.settings import Settings
@@ -163,7 +164,8 @@ def _views(s: Session, runs: list[TrainingRun]) -> list[RunView]:
             created_at=_utc(r.created_at),
             started_at=_utc(r.started_at), finished_at=_utc(r.finished_at), step=r.step, total_steps=r.total_steps,
             eta_s=eta, queue_position=queued.index(r.id) + 1 if r.id in queued else None, attempts=r.attempts,
-            error=r.error, start_version=versions.get(r.start_version_id, "base"), version_id=r.version_id,
+            error=r.error, start_version=start_label(r.config, versions.get(r.start_version_id)),
+            version_id=r.version_id,
             evaluation=r.evaluation, config=r.config, selection=r.selection, run_dir=r.run_dir,
             resumable=has_checkpoint(run_dir), estimate_s=r.estimate_s,
         ))  # fmt: skip

@@ -98,7 +98,7 @@ class RunView:
     queue_position: int | None
     attempts: int
     error: str | None
-    start_version: str  # the name of the version it trains from, or "base"
+    start_version: str  # what it trains from, as `start_label` says it
     version_id: int | None  # set once promoted
     #: RunStatus of its evaluation and both sides' summary rows (see TrainingRun.evaluation)
     evaluation: dict[str, Any] | None
@@ -147,6 +147,21 @@ def curriculum(lengths: tuple[int, ...], total_steps: int) -> list[tuple[int, in
     """
     lengths = sorted(set(lengths))
     return [(n, round(total_steps * (i + 1) / len(lengths))) for i, n in enumerate(lengths)]
+
+
+def start_label(config: dict[str, Any], version: str | None) -> str:
+    """What a run starts from: the model version's name when it has one, else its config's base model and
+    the adapter it loads (a run queued from a config file names its adapter only there), else the bare base.
+
+    >>> start_label({"model": "smollm2", "init_adapter": "sha256:be07"}, None)
+    'smollm2 + adapter sha256:be07'
+    >>> start_label({"model": "smollm2", "init_adapter": None}, None), start_label({}, "run-3-contracts")
+    ('base smollm2', 'run-3-contracts')
+    """
+    if version is not None:
+        return version
+    adapter = config.get("init_adapter")
+    return f"{config['model']} + adapter {adapter}" if adapter else f"base {config['model']}"
 
 
 def field_help() -> dict[str, str]:
