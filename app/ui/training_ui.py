@@ -36,7 +36,7 @@ from app.ui.training_views import (
     RUN_COLUMNS,
     SAMPLE_COLUMNS,
     bars_frame,
-    curve_frame,
+    curve_plot,
     curves,
     describe_feedback,
     describe_run,
@@ -351,19 +351,7 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
                     for i in range(0, len(PLOTS), 2):
                         with gr.Row():
                             for title, elem_id, _, _ in PLOTS[i : i + 2]:
-                                # d3 formats: whole steps, values in up to 4 significant digits (Gradio's
-                                # default shows 6 decimals, cut off when a curve has one point)
-                                plots.append(
-                                    gr.LinePlot(
-                                        curve_frame([]),
-                                        x="step",
-                                        y="value",
-                                        label=title,
-                                        x_axis_format="~g",
-                                        y_axis_format=".4~g",
-                                        elem_id=elem_id,
-                                    )
-                                )
+                                plots.append(curve_plot(title, elem_id))
                     with gr.Accordion(
                         "Latest sample rollouts: question, each step's memory, answer, reward", open=True
                     ):
