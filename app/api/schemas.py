@@ -34,14 +34,19 @@ def out(model: type[M], view: object) -> M:
 
 
 class ReadingEstimateOut(_Out):
-    """How long one question would take to read the whole document on the active engine."""
+    """How long questions would take to read the whole document on the active engine: n questions asked
+    together, n * per_question_s + ceil(n / shared_by) * shared_s, plus start_s when given."""
 
     chunks: int
-    seconds: float | None = Field(description="None when there is no speed figure for the engine")
+    seconds: float | None = Field(description="one question read alone; None when there is no speed figure")
     engine: str
     chunk_tokens: int
     memory_tokens: int
     basis: str
+    per_question_s: float | None = Field(description="what each question of a pass adds (its prompts)")
+    shared_s: float | None = Field(description="what up to `shared_by` questions of a pass share (the writing)")
+    shared_by: int
+    start_s: float | None = Field(description="the model's start first: no worker has it up (None: it is up)")
 
 
 class PageOut(_Out):

