@@ -146,9 +146,13 @@ def test_switching_documents_clears_the_question_memory_and_answer(ui_page, ui_s
     assert page.locator("#memory textarea").input_value() and page.locator("#question textarea").input_value()
     page.locator("#more-box").get_by_text("More questions at once").click()
     page.locator("#more-questions textarea").fill("A second question?")
+    estimate = page.locator("#pass-estimate")  # beside the questions: for as many as are typed
+    estimate.get_by_text("2 questions:").wait_for(timeout=30_000)
+    assert "to start the model" in estimate.inner_text()  # no worker runs here: the model is not up
 
     _choose(page, second["id"])
     page.locator("#doc-info").get_by_text(f"second-{tag}.txt").wait_for(timeout=30_000)
+    estimate.get_by_text("One question:").wait_for(timeout=30_000)  # the boxes were cleared
     page.wait_for_function("() => document.querySelector('#answer textarea').value === ''", timeout=30_000)
     for box in ("question", "more-questions", "memory", "answer"):
         assert page.locator(f"#{box} textarea").input_value() == "", box
