@@ -35,6 +35,7 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
         raise SystemExit("longread eval: --shift-tokens must not be negative")
     if not (args.model or args.adapter or args.openai_url):  # the reader the app serves: the active model version
         upgrade(settings.resolved_database_url)
+    progress = Path(args.progress) if args.progress else None
     if args.cases:
         try:
             case_rows(Path(args.cases))  # check the file before an engine starts
@@ -43,7 +44,7 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
         try:
             out_dir = Path(args.out) if args.out else None
             results = evaluation.evaluate_cases(_reader(settings, args), Path(args.cases), out_dir, args.shift_tokens,
-                                                args.batch)  # fmt: skip
+                                                args.batch, progress)  # fmt: skip
         except evaluation.EvalError as exc:
             raise SystemExit(f"longread eval: {exc}") from None
         printed = ev.cases_json(results, case_documents(Path(args.cases)))
@@ -62,7 +63,8 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     try:
         lengths = ev.parse_lengths(args.lengths) if args.lengths else None
         out = evaluation.evaluate_suites(_reader(settings, args), suites, args.split, out_dir, args.limit,
-                                         args.shift_tokens, lengths, args.n, kinds, args.batch, categories)  # fmt: skip
+                                         args.shift_tokens, lengths, args.n, kinds, args.batch, categories,
+                                         progress=progress)  # fmt: skip
     except (evaluation.EvalError, ValueError) as exc:
         raise SystemExit(f"longread eval: {exc}") from None
     if args.json:
@@ -109,6 +111,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="move every chunk boundary N tokens later (robustness: compare with a run at 0)",
     )
     ev.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    ev.add_argument(
+        "--progress",
+        metavar="FILE.json",
+        help='keep {"done", "total", "elapsed_s"} (questions read) in this file, rewritten after each document',
+    )
     ev.add_argument(
         "--out",
         metavar="DIR",

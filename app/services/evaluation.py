@@ -15,6 +15,8 @@ and questions, and their dev / held-out split, training/suites.py's.
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -110,11 +112,32 @@ def uploaded_text(document: EvalDocument) -> str:
         raise EvalError(f"{document.filename}: {exc}") from None
 
 
+class Progress:
+    """`longread eval --progress FILE`: {"done", "total", "elapsed_s"}: questions read of all the command reads,
+    and seconds since it started (its engine's start included), rewritten after each document as a whole (a
+    temporary file renamed over it): the Training tab reads it while a run is evaluated."""
+
+    def __init__(self, path: Path | None, total: int, started: float):
+        self.path, self.total, self.done, self.started = path, total, 0, started
+        self.add(0)
+
+    def add(self, questions: int) -> None:
+        self.done += questions
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        elapsed = round(time.monotonic() - self.started, 1)
+        tmp.write_text(json.dumps({"done": self.done, "total": self.total, "elapsed_s": elapsed}), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+
 def read_documents(
     agent: MemoryAgent,
     documents: Sequence[EvalDocument],
     batch: int | None = None,
     log: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> list[ev.CaseResult]:
     """Each document as uploaded, all its questions read together (at most `batch` at once when given), then
     scored; results document by document, questions in their order."""
@@ -124,6 +147,8 @@ def read_documents(
         tokens = count_tokens(agent.engine.tokenizer, text)
         tasks = [replace(t, document=text, doc_tokens=tokens) for t in doc.tasks]
         results += ev.evaluate(agent, tasks, doc.suite, group_of, batch or max(1, len(tasks)))
+        if progress:
+            progress.add(len(tasks))
         if log:
             log(
                 f"{doc.suite}: {n}/{len(documents)} documents read ({doc.id}, {len(tasks)} questions, "
@@ -155,17 +180,18 @@ def evaluate_suites(
     categories: Sequence[str] | None = None,
     track: bool = True,
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+    progress: Path | None = None,
 ) -> dict[str, Any]:
     """Read the suites' documents of one split as uploads and score them: results.json (every case and
     memory), table.md (per row and per suite, with where the misses happened) and plot.png in `out_dir`, and
     the scores in the experiment tracker (`track`). `categories`: ask only the contract and clause questions
-    of these CUAD categories."""
+    of these CUAD categories. `progress`: a `Progress` file to keep."""
     unknown = [s for s in suites if s not in SUITES]
     if unknown:
         raise EvalError(f"unknown suite {', '.join(unknown)}: choose from {', '.join(SUITES)}")
+    begun = time.monotonic()
     agent = _agent(r, shift_tokens)
-    results: list[ev.CaseResult] = []
-    timing = []
+    plan = []  # every suite's documents first: the progress counts all their questions
     for suite in suites:
         docs = suite_documents(suite, split, agent.engine.tokenizer, limit, lengths, n, kinds)
         if categories and suite in ("contracts", "clauses"):
@@ -174,8 +200,13 @@ def evaluate_suites(
         if not docs:
             log(f"{suite}: no {split} questions yet, skipped")
             continue
+        plan.append((suite, docs))
+    counter = Progress(progress, sum(len(d.tasks) for _, docs in plan for d in docs), begun)
+    results: list[ev.CaseResult] = []
+    timing = []
+    for suite, docs in plan:
         started = time.monotonic()
-        got = read_documents(agent, docs, batch, log)
+        got = read_documents(agent, docs, batch, log, counter)
         seconds = time.monotonic() - started
         read = sum(c.doc_tokens for c in got)
         timing.append({"set": suite, "questions": len(got), "seconds": round(seconds, 1), "document_tokens_read": read,
@@ -196,13 +227,21 @@ def evaluate_suites(
 
 
 def evaluate_cases(
-    r: Reader, cases: Path, out_dir: Path | None = None, shift_tokens: int = 0, batch: int | None = None
+    r: Reader,
+    cases: Path,
+    out_dir: Path | None = None,
+    shift_tokens: int = 0,
+    batch: int | None = None,
+    progress: Path | None = None,
 ) -> list[ev.CaseResult]:
     """A person's cases file (any format an upload accepts; `training.suites.cases_documents`), read as uploads:
-    the results in the file's order, written to `out_dir` (results.json, table.md, plot.png) when given."""
+    the results in the file's order, written to `out_dir` (results.json, table.md, plot.png) when given.
+    `progress`: a `Progress` file to keep."""
+    begun = time.monotonic()
     documents = cases_documents(Path(cases))  # checks the file before an engine starts
     agent = _agent(r, shift_tokens)
-    results = read_documents(agent, documents, batch)
+    counter = Progress(progress, sum(len(d.tasks) for d in documents), begun)
+    results = read_documents(agent, documents, batch, progress=counter)
     results.sort(key=lambda c: int(c.task_id.removeprefix("case-")))
     if out_dir is not None:
         out = {

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -30,7 +31,16 @@ from app.db import session_scope
 from app.models import RunStatus, TrainingRun, utcnow
 from app.queue import request_evaluation, request_training
 from app.services.models import active_version
-from app.services.training_runs import STOP_FILE, has_checkpoint, log_tail, read_jsonl
+from app.services.training_runs import (
+    EVAL_SIDES,
+    STOP_FILE,
+    has_checkpoint,
+    heldout_cases,
+    log_tail,
+    progress_dir,
+    progress_file,
+    read_jsonl,
+)
 from app.settings import Settings
 from app.supervisor import SUPERVISOR_PID, describe_exit
 
@@ -200,12 +210,13 @@ def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Ev
 
 
 def eval_commands(
-    settings: Settings, config: dict[str, Any], model_args: list[str], out_dir: Path, cases: Path | None
+    settings: Settings, config: dict[str, Any], model_args: list[str], run_dir: Path, side: str
 ) -> list[list[str]]:
-    """`longread eval` of one model on the run's dev sets: synthetic tasks at the run's lengths (and
-    kinds), then `--cases` for the held-out feedback when there is any. Both sides use the same engine and
-    the run's reading sizes; a served model (engine `openai`) cannot load the candidate's adapter, so then
-    both read in-process (`transformers`)."""
+    """`longread eval` of one model (`side`) on the run's dev sets: synthetic tasks at the run's lengths (and
+    kinds), then `--cases` for the held-out feedback when there is any; each keeps its progress file. Both
+    sides use the same engine and the run's reading sizes; a served model (engine `openai`) cannot load the
+    candidate's adapter, so then both read in-process (`transformers`)."""
+    cases = heldout_cases(run_dir)
     engine = "transformers" if settings.engine == "openai" else settings.engine
     data = config.get("data", {})
     lengths = sorted({int(n) for n, _ in data.get("curriculum", [])})
@@ -213,13 +224,13 @@ def eval_commands(
             "--chunk-tokens", str(config["chunk_tokens"]), "--memory-tokens", str(config["memory_tokens"]),
             "--answer-tokens", str(config["answer_tokens"]), *model_args]  # fmt: skip
     # dev, not held out: this evaluation chooses between readers (held-out sets report the one shipped)
-    commands = [base + ["--json", "--out", str(out_dir), "--split", "dev", "--suites", "synthetic",
+    commands = [base + ["--json", "--out", str(run_dir / "eval" / side), "--split", "dev", "--suites", "synthetic",
                         "--n", str(settings.eval_n),
                         "--lengths", ",".join(map(str, lengths)),
                         "--kinds", ",".join(data.get("synthetic_kinds") or ["single-needle"])]]  # fmt: skip
     if cases is not None:
         commands.append(base + ["--cases", str(cases), "--json"])
-    return commands
+    return [cmd + ["--progress", str(progress_file(run_dir, side, k))] for k, cmd in enumerate(commands)]
 
 
 def _model_args(model: str, adapter: str | None) -> list[str]:
@@ -261,12 +272,11 @@ def evaluate(settings: Settings, run_id: int, worker: str, stopping: threading.E
             log.warning("could not refresh training run %d's evaluation heartbeat", run_id, exc_info=True)
         return True
 
-    cases = run_dir / "data" / "heldout-cases.jsonl"
-    cases = cases if cases.is_file() and cases.read_text(encoding="utf-8").strip() else None
+    shutil.rmtree(progress_dir(run_dir), ignore_errors=True)  # an earlier attempt's: this one counts afresh
     result: dict[str, Any] | None = {"status": "done"}
     try:
-        for side, (label, model_args) in (("baseline", baseline), ("candidate", candidate)):
-            out = _evaluate_side(settings, eval_commands(settings, config, model_args, run_dir / "eval" / side, cases),
+        for side, (label, model_args) in zip(EVAL_SIDES, (baseline, candidate), strict=True):
+            out = _evaluate_side(settings, eval_commands(settings, config, model_args, run_dir, side),
                                  run_dir, side, tick, stopping)  # fmt: skip
             if out is None:
                 result = None

@@ -173,17 +173,20 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
             metrics = training_runs.run_metrics(settings, run_id, user=me())
             samples = training_runs.run_samples(settings, run_id, user=me())
             log = training_runs.run_log(settings, run_id, user=me())
+            evaluating = (r.evaluation or {}).get("status") == "running"
+            progress = training_runs.run_eval_progress(settings, run_id, user=me()) if evaluating else None
         except REFUSED as exc:
             return (gr.update(visible=True), f"**Cannot show run #{run_id}:** {text_md(exc)}", message, *curves([]),
                     "", "", *eval_view(None), *runs_list(), "", gr.Timer(active=False))  # fmt: skip
         live = r.status in LIVE or (r.evaluation or {}).get("status") in ("queued", "running")
         listed = runs_list()
-        now = repr((r, len(metrics), samples[-1:], log, listed))
+        now = repr((r, len(metrics), samples[-1:], log, listed, progress))
         if now == shown:
             return *(gr.update(),) * (len(run_view) - 2), now, gr.Timer(active=live)
         head = describe_run(r) + ("  \nNo steps yet: the curves fill as it trains." if live and not metrics else "")
         return (gr.update(visible=True), head, message, *curves(metrics), describe_samples(samples), log,
-                *eval_view(r.evaluation, r.status == "done"), *listed, now, gr.Timer(active=live))  # fmt: skip
+                *eval_view(r.evaluation, r.status == "done", progress, r.selection), *listed, now,
+                gr.Timer(active=live))  # fmt: skip
 
     def on_tick(run_id: int | None, shown: str | None):
         return show_run(run_id, None, shown)

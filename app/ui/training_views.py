@@ -9,7 +9,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from app.services.training_runs import DataOverview, DataSelection, RunParams, RunView
+from app.services.training_runs import DataOverview, DataSelection, EvalProgress, RunParams, RunView
 from app.settings import Settings
 from app.ui.text import fmt_seconds, text_md
 
@@ -219,17 +219,25 @@ def describe_samples(samples: list[dict[str, Any]]) -> str:
     return "\n\n".join(parts)
 
 
-def eval_view(evaluation: dict[str, Any] | None, done: bool = True) -> tuple[str, dict, pd.DataFrame]:
+def eval_view(
+    evaluation: dict[str, Any] | None,
+    done: bool = True,
+    progress: EvalProgress | None = None,
+    selection: dict[str, Any] | None = None,
+) -> tuple[str, dict, pd.DataFrame]:
     """The evaluation's status line, the side-by-side table and the plot's bars: sub-EM per held-out set,
     a baseline bar beside a this-run bar (one x category each: Gradio stacks bars of one category), in
-    the table's order. `done`: the run is."""
+    the table's order. `done`: the run is; `progress`: how far a running evaluation is; `selection`: the
+    run's data (whether it had held-out feedback)."""
     if not evaluation:
         note = ("Not evaluated yet: **Evaluate** reads the held-out sets with the active model and with this run."
                 if done else "A run is evaluated once it is done.")  # fmt: skip
         return note, gr.update(value=[], visible=False), bars_frame([])
     state = evaluation.get("status")
-    if state in ("queued", "running"):
-        note = f"Evaluation {text_md(state)}: the active model and this run read the same held-out sets…"
+    if state == "running":
+        note = f"Evaluation running: {eval_progress_text(progress)}"
+    elif state == "queued":
+        note = "Evaluation queued: the active model and this run read the same held-out sets…"
     elif state == "failed":
         note = (
             f"The evaluation failed: {error_line(evaluation.get('error') or 'no reason given')}  \n"
@@ -239,7 +247,7 @@ def eval_view(evaluation: dict[str, Any] | None, done: bool = True) -> tuple[str
         labels = [(evaluation.get(side) or {}).get("label") or name for side, name in
                   (("baseline", "the active model"), ("candidate", "this run"))]  # fmt: skip
         note = (f"Baseline: {text_md(labels[0])}; this run: {text_md(labels[1])}. Sub-EM: the gold answer is in "
-                "the answer (or the reverse); EM: exact match.")  # fmt: skip
+                f"the answer (or the reverse); EM: exact match.  \n{held_out_text(evaluation, selection)}")  # fmt: skip
     base, candidate = _sets(evaluation.get("baseline")), _sets(evaluation.get("candidate"))
     mixed = {r.get("group") for r in candidate if r.get("kind") == "all"}  # several kinds: plot their `all` row
     rows, points = [], []
@@ -253,6 +261,37 @@ def eval_view(evaluation: dict[str, Any] | None, done: bool = True) -> tuple[str
             points += [{"set": f"{key[1]} · {name}", "sub_em": float(side["sub_em"]), "model": name}
                        for side, name in ((b, "baseline"), (c, "this run")) if "sub_em" in side]  # fmt: skip
     return note, gr.update(value=rows, visible=bool(rows)), bars_frame(points)
+
+
+def eval_progress_text(p: EvalProgress | None) -> str:
+    """How far a running evaluation is: questions read of all both models read, whose turn, and the ETA."""
+    if p is None:
+        return "starting the active model's reading of the held-out sets…"
+    turn = "the active model reading" if p.side == "baseline" else "this run reading"
+    of = f" of {p.total:,}" if p.total is not None else ""
+    eta = f" · ETA {fmt_seconds(p.eta_s)}" if p.eta_s is not None else " · ETA after the first document"
+    return f"{p.done:,}{of} questions read ({turn}){eta}"
+
+
+def held_out_text(evaluation: dict[str, Any], selection: dict[str, Any] | None) -> str:
+    """Whether the readers' held-out feedback (every fifth document's) was scored, or why there was none."""
+    cases = (evaluation.get("candidate") or {}).get("cases")
+    if isinstance(cases, dict) and cases.get("n"):
+        n = cases["n"]
+        return f"Held-out feedback: {n} reading{'s' if n != 1 else ''} scored (the table's last row)."
+    selection = selection or {}
+    counts = selection.get("feedback_readings") or {}
+    if selection.get("config_file"):
+        why = "the run's data came from a config file, whose feedback (if any) is all trained on"
+    elif not selection.get("include_feedback"):
+        why = "no feedback was selected for this run"
+    elif not counts.get("held_out"):
+        why = (f"none of the {counts.get('train', 0)} selected feedback readings was on a held-out document "
+               "(every fifth document)")  # fmt: skip
+    else:
+        why = (f"none of the {counts['held_out']} held-out feedback readings has an answer to score (an answer "
+               "judged incorrect needs a corrected one)")  # fmt: skip
+    return f"No held-out feedback: {why}."
 
 
 def _sets(side: object) -> list[dict[str, Any]]:

@@ -305,6 +305,8 @@ def test_a_run_is_trained_evaluated_and_promoted_by_a_training_worker(tmp_path, 
     assert evaluation["baseline"]["label"] == "smollm2-reader"  # the bundled reader, seeded active
     assert evaluation["candidate"]["label"] == f"run {run.id}: tiny"
     assert (run_dir / "eval" / "candidate" / "results.json").is_file()
+    progress = training_runs.eval_progress(run_dir)  # each command kept its count: all read, both sides
+    assert progress.done == progress.total == 2 * (2 + 1) and progress.side == "candidate"
 
     version_id = training_runs.promote_run(s, run.id)
     with session_scope(s.resolved_database_url) as db:

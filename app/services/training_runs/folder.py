@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from training.tasks import (
 
 #: the trainer saves, then stops, between steps once this file exists in the run's folder
 STOP_FILE = "STOP"
+#: an evaluation reads the same sets with both models, the active one first
+EVAL_SIDES = ("baseline", "candidate")
 
 
 def write_feedback(data_dir: Path, rows: list[dict]) -> Path:
@@ -38,6 +41,59 @@ def write_feedback(data_dir: Path, rows: list[dict]) -> Path:
                 cases.write(json.dumps({"document": f"docs/{doc.name}", "question": row["question"],
                                         "answers": [answer]}) + "\n")  # fmt: skip
     return files[False]
+
+
+def heldout_cases(run_dir: Path) -> Path | None:
+    """The held-out feedback as `longread eval --cases` lines, None when there is none to score."""
+    cases = run_dir / "data" / "heldout-cases.jsonl"
+    return cases if cases.is_file() and cases.read_text(encoding="utf-8").strip() else None
+
+
+def progress_dir(run_dir: Path) -> Path:
+    """Where an evaluation's commands keep their progress (app/services/evaluation.py `Progress`)."""
+    return run_dir / "eval" / "progress"
+
+
+def progress_file(run_dir: Path, side: str, part: int) -> Path:
+    """The progress file of `side`'s `longread eval` command `part` (0: the sets, 1: the held-out feedback)."""
+    return progress_dir(run_dir) / f"{side}-{part}.json"
+
+
+@dataclass(frozen=True)
+class EvalProgress:
+    #: questions read so far, both sides together
+    done: int
+    #: questions both sides read in all; None until the sizes are known (the first command has started)
+    total: int | None
+    #: seconds left at the pace so far (engines' starts included); None before the first question
+    eta_s: float | None
+    #: the side reading now (EVAL_SIDES)
+    side: str
+
+
+def eval_progress(run_dir: Path) -> EvalProgress | None:
+    """How far a running evaluation is, from its commands' progress files; None before the first has one.
+    A side's command not started yet reads as many questions as the other side's (the same sets)."""
+    parts = range(2 if heldout_cases(run_dir) else 1)
+    seen = {(side, k): _progress(progress_file(run_dir, side, k)) for side in EVAL_SIDES for k in parts}
+    started = [key for key, p in seen.items() if p is not None]
+    if not started:
+        return None
+    sizes = [next((p["total"] for (_, k2), p in seen.items() if k2 == k and p is not None), None)
+             for _, k in seen]  # fmt: skip
+    done = sum(p["done"] for p in seen.values() if p is not None)
+    total = sum(sizes) if None not in sizes else None
+    elapsed = sum(p["elapsed_s"] for p in seen.values() if p is not None)
+    eta = elapsed / done * max(0, total - done) if done and total is not None else None
+    return EvalProgress(done, total, eta, started[-1][0])
+
+
+def _progress(path: Path) -> dict[str, Any] | None:
+    try:
+        p = json.loads(path.read_text(encoding="utf-8"))
+        return {k: p[k] for k in ("done", "total", "elapsed_s")}
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
 
 
 def has_checkpoint(run_dir: Path) -> bool:
@@ -75,6 +131,11 @@ def run_samples(settings: Settings, run_id: int, last: int = 3, user: UserView |
     """The latest sample rollouts (samples.jsonl): question, each step's memory, answer, reward."""
     rows = read_jsonl(_run_dir(settings, run_id, user) / "samples.jsonl")
     return rows[-last:] if last > 0 else []
+
+
+def run_eval_progress(settings: Settings, run_id: int, user: UserView | None = None) -> EvalProgress | None:
+    """How far the run's evaluation is (`eval_progress`); None when it has not begun reading."""
+    return eval_progress(_run_dir(settings, run_id, user))
 
 
 def run_log(settings: Settings, run_id: int, lines: int = 200, user: UserView | None = None) -> str:
