@@ -65,8 +65,10 @@ def mean_reward(trainer: Trainer, tasks: list[Task]) -> float:
 
 
 def test_grpo_raises_the_reward_of_a_tiny_task(model_path: Path, tmp_path: Path) -> None:
-    trainer = Trainer(tiny_config(rl_steps=3), tmp_path, model_path, tiny_tasks)
-    held_out = tiny_tasks(0, 6, salt="eval")
+    # 2 steps of 2 groups at twice the rate: 3 steps of 4 groups took 510 s of CI's 90 minutes
+    config = tiny_config(rl_steps=2, samples_per_step=2, learning_rate=2e-3)
+    trainer = Trainer(config, tmp_path, model_path, tiny_tasks)
+    held_out = tiny_tasks(0, 4, salt="eval")
     trainer.step = 10_000  # seeds the evaluation's sampling apart from every training step
     before = mean_reward(trainer, held_out)
     trainer.step = 0
@@ -76,12 +78,12 @@ def test_grpo_raises_the_reward_of_a_tiny_task(model_path: Path, tmp_path: Path)
     metrics = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     print(f"reward before {before:.3f}, after {after:.3f}; per step {[m['reward'] for m in metrics]}")
     assert after >= before + 0.2, (before, after)
-    assert [m["step"] for m in metrics] == [1, 2, 3]
+    assert [m["step"] for m in metrics] == [1, 2]
     assert {"reward", "accuracy", "loss", "kl", "clip_fraction", "tokens_per_s", "eta_s"} <= metrics[0].keys()
     assert (tmp_path / "adapter" / "adapter_model.safetensors").is_file()
     assert (tmp_path / "curve.png").stat().st_size > 10_000
     tracked = read_scalars(trainer.tracking_dir)  # the experiment tracker has every step, as metrics.jsonl
-    assert [s for s, _ in tracked["rl/reward"]] == [1, 2, 3]
+    assert [s for s, _ in tracked["rl/reward"]] == [1, 2]
     assert [v for _, v in tracked["rl/reward"]] == pytest.approx([m["reward"] for m in metrics])
 
 
