@@ -1,7 +1,12 @@
-"""How long a run will take on this deployment: its finished runs' measured speed, else the built-in figure."""
+"""How long a run will take on this deployment: its finished runs' measured times, else the built-in figures.
+
+A run costs its start (the trainer's process, the model, the data; the final adapter) plus its steps. A step
+costs its work at the phase's rate, but never less than the phase's shortest step: tiny steps are all
+overhead (a run of 2 SFT and 2 RL tiny steps was estimated at 12 s from the rates alone and took 117 s)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import select
@@ -22,6 +27,25 @@ from training.data import doc_tokens_at
 #: 2,048-token documents takes ~250 s (one thread), scaling with samples x rollouts x document tokens.
 SFT_TOKENS_PER_S = 200.0
 RL_SECONDS_PER_UNIT = 250.0 / (4 * 8 * 2048)
+#: Built-in overheads, from the browser test's tiny run (2 SFT + 2 RL steps of one sample, 128-token chunks)
+#: on the 2-core machine on 2026-11-28, shared with other tests: 49 s beyond its steps (start and end), and
+#: steps after the first of 21 s (SFT) and 16 s (RL).
+START_S = 45.0
+SHORTEST_STEP_S = {"sft": 20.0, "rl": 15.0}
+
+
+@dataclass(frozen=True)
+class Speed:
+    """Seconds per unit of work (`_units`) and the shortest step, per phase; a run's start and end."""
+
+    rate: dict[str, float]
+    shortest: dict[str, float]
+    start_s: float
+    runs: int  #: finished runs measured (0: the built-in figures)
+    phases: tuple[str, ...] = ()  #: the phases measured; the others take the built-in figures
+
+
+BUILT_IN = Speed({"sft": 1 / SFT_TOKENS_PER_S, "rl": RL_SECONDS_PER_UNIT}, SHORTEST_STEP_S, START_S, 0)
 
 
 def _units(config: TrainConfig, step: int) -> float:
@@ -37,53 +61,81 @@ def _units(config: TrainConfig, step: int) -> float:
     return config.samples_per_step * config.group_size * tokens
 
 
-def _measured_speed(settings: Settings) -> dict[str, tuple[float, int]]:
-    """Seconds per unit of each phase over this deployment's finished runs: {phase: (rate, runs)}."""
-    with session_scope(settings.resolved_database_url) as s:
-        runs = s.execute(
-            select(TrainingRun.config, TrainingRun.run_dir).where(TrainingRun.status == RunStatus.done)
-        ).all()
+def measure(runs: list[tuple[TrainConfig, list[dict], float | None]]) -> Speed:
+    """This deployment's speed from its finished runs (config, metrics rows, wall seconds): each phase's
+    seconds per unit and shortest step (the first step of a run is left out of the shortest: it warms up),
+    and the mean time a run spent outside its steps; the built-in figure for what no run measured."""
     seconds: dict[str, float] = {}
     units: dict[str, float] = {}
-    counted: dict[str, set[str]] = {}
-    for raw, run_dir in runs:
+    shortest: dict[str, float] = {}
+    outside: list[float] = []
+    for config, rows, wall in runs:
+        steps = [m for m in rows if m.get("phase") in ("sft", "rl") and m.get("seconds") and m.get("step")]
+        for m in steps:
+            phase, s = m["phase"], float(m["seconds"])
+            seconds[phase] = seconds.get(phase, 0.0) + s
+            units[phase] = units.get(phase, 0.0) + _units(config, int(m["step"]) - 1)
+            if int(m["step"]) > 1:
+                shortest[phase] = min(shortest.get(phase, s), s)
+        if wall is not None and steps:
+            outside.append(max(0.0, wall - sum(float(m["seconds"]) for m in steps)))
+    rate = {p: seconds[p] / units[p] if units.get(p) else BUILT_IN.rate[p] for p in BUILT_IN.rate}
+    return Speed(
+        rate,
+        {p: shortest.get(p, BUILT_IN.shortest[p]) for p in BUILT_IN.shortest},
+        sum(outside) / len(outside) if outside else BUILT_IN.start_s,
+        len(outside),
+        tuple(p for p in BUILT_IN.rate if units.get(p)),
+    )
+
+
+def _measured_speed(settings: Settings) -> Speed:
+    with session_scope(settings.resolved_database_url) as s:
+        rows = s.execute(
+            select(TrainingRun.config, TrainingRun.run_dir, TrainingRun.started_at, TrainingRun.finished_at).where(
+                TrainingRun.status == RunStatus.done
+            )
+        ).all()
+    runs = []
+    for raw, run_dir, started, finished in rows:
         try:
             config = TrainConfig(**raw)
         except ValueError:
             continue
-        for m in read_jsonl(Path(run_dir) / "metrics.jsonl"):
-            phase = m.get("phase")
-            if phase in ("sft", "rl") and m.get("seconds") and m.get("step"):
-                seconds[phase] = seconds.get(phase, 0.0) + float(m["seconds"])
-                units[phase] = units.get(phase, 0.0) + _units(config, int(m["step"]) - 1)
-                counted.setdefault(phase, set()).add(run_dir)
-    return {p: (seconds[p] / units[p], len(counted[p])) for p in seconds if units[p]}
+        wall = (finished - started).total_seconds() if started and finished else None
+        runs.append((config, read_jsonl(Path(run_dir) / "metrics.jsonl"), wall))
+    return measure(runs)
+
+
+def estimate_with(speed: Speed, config: TrainConfig) -> float:
+    """Seconds for `config`'s run at `speed`: the start, then each step's work at its phase's rate, at least
+    the phase's shortest step."""
+    total = speed.start_s
+    for step in range(config.sft_steps + config.rl_steps):
+        phase = "sft" if step < config.sft_steps else "rl"
+        total += max(_units(config, step) * speed.rate[phase], speed.shortest[phase])
+    return round(total, 1)
+
+
+def _steps(config: TrainConfig, phase: str) -> int:
+    return config.sft_steps if phase == "sft" else config.rl_steps
 
 
 def estimate_config(settings: Settings, config: TrainConfig) -> tuple[float, str]:
-    measured = _measured_speed(settings)
-    built_in = {"sft": 1 / SFT_TOKENS_PER_S, "rl": RL_SECONDS_PER_UNIT}
-    total = 0.0
-    for step in range(config.sft_steps + config.rl_steps):
-        phase = "sft" if step < config.sft_steps else "rl"
-        total += _units(config, step) * (measured[phase][0] if phase in measured else built_in[phase])
-    basis = []
-    for phase, steps in (("sft", config.sft_steps), ("rl", config.rl_steps)):
-        if not steps:
-            continue
-        if phase in measured:
-            runs = measured[phase][1]
-            basis.append(f"{phase.upper()}: the speed of this deployment's {runs} finished run{'s' * (runs != 1)}")
-        else:
-            basis.append(f"{phase.upper()}: the built-in figure of the 2-core development machine ("
-                         + ("~200 trained tokens/s" if phase == "sft" else
-                            "~250 s a step at 2,048 tokens with 4 samples x 8 rollouts, scaled") + ")")  # fmt: skip
-    return round(total, 1), "; ".join(basis)
+    speed = _measured_speed(settings)
+    if speed.runs:
+        basis = f"the measured steps and start of this deployment's {speed.runs} finished run{'s' * (speed.runs != 1)}"
+        if unmeasured := [p.upper() for p in ("sft", "rl") if p not in speed.phases and _steps(config, p)]:
+            basis += f" (built-in figures for {' and '.join(unmeasured)}, which none of them ran)"
+    else:
+        basis = ("the built-in figures of the 2-core development machine (~200 trained tokens/s for SFT, ~250 s an "
+                 f"RL step at 2,048 tokens with 4 samples x 8 rollouts, {START_S:.0f} s to start)")  # fmt: skip
+    return estimate_with(speed, config), basis
 
 
 def estimate_seconds(settings: Settings, selection: DataSelection, params: RunParams) -> tuple[float, str]:
     """(seconds, basis): the run's expected duration on this deployment, and where the figure comes
-    from (a finished run's measured seconds per step, or the built-in figure of the 2-core machine)."""
+    from (the finished runs' measured times, or the built-in figures of the 2-core machine)."""
     check_selection(settings, selection)
     with session_scope(settings.resolved_database_url) as s:
         _, start = start_point(s, settings, None)
