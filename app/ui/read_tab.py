@@ -143,7 +143,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
 
     def on_parts(document_id: int | None):
         """Only what applies to the chosen document (page_parts): Delete or Dismiss, no confirmation open, and
-        the question column, the readings and the review unless it is a failed upload."""
+        the question column, the readings and the review unless it is a failed upload; its id for the timers."""
         try:
             doc = (
                 documents.show_document(settings, document_id, with_page_map=False, user=me())
@@ -154,7 +154,8 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
             doc = None
         p = page_parts(doc.status if doc else None)
         reading = [gr.update(visible=p.reading) for _ in range(3)]  # one each, as in closed()
-        return gr.update(visible=p.delete), gr.update(visible=p.dismiss), gr.update(visible=False), *reading
+        shown = doc.id if doc else None
+        return gr.update(visible=p.delete), gr.update(visible=p.dismiss), gr.update(visible=False), *reading, shown
 
     def after_delete(document_id: int | None, reading_id: int | None, saved: dict | None):
         """Once a deletion was tried: the menu without the document, and the tab cleared as for a switch (nothing
@@ -332,6 +333,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
                 elem_id="upload",
             )
             document = gr.Dropdown(label="Document", choices=doc_choices(), value=None, elem_id="document")
+            shown_doc = gr.State(None)  # the document shown (on_parts), for the timers
             doc_info = gr.Markdown(elem_id="doc-info", latex_delimiters=[])
             actions = DocumentActions(settings, me)
         with gr.Column(scale=2) as reading_column:
@@ -389,7 +391,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         cleared = [*shown, question, more_questions, pass_ids, *pass_view.outputs]
         document.input(on_switch, [document, reading_id, saved], cleared, show_progress="hidden")
         parts = [actions.delete, actions.dismiss, actions.confirm_box, reading_column, readings_table, review_panel.box]
-        document.change(on_parts, document, parts, show_progress="hidden")
+        document.change(on_parts, document, [*parts, shown_doc], show_progress="hidden")
         actions.connect(document, after_delete, [document, reading_id, saved], [document, *cleared])
         ask.click(
             on_ask,
@@ -401,12 +403,14 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # no
         pass_view.timer.tick(pass_view.follow, [pass_ids, pass_view.cards], pass_view.outputs, show_progress="hidden")
         retry.click(lambda: gr.Timer(active=True), None, pass_view.timer, show_progress="hidden")
         readings_table.select(on_open, saved, [reading_id, question, *view[1:], saved], show_progress="hidden")
-        list_timer.tick(on_refresh, [document, readings_table], readings_table, show_progress="hidden")
+        # Timers read the shown document from a State: a tick sent with a just-deleted document's id in the menu
+        # was refused by the menu ("Value: 1 is not in the list of choices"), an error box after every deletion.
+        list_timer.tick(on_refresh, [shown_doc, readings_table], readings_table, show_progress="hidden")
         timer.tick(on_tick, [reading_id, notice], [status, bar, memory, answer, timer], show_progress="hidden")
         cancel.click(on_cancel, reading_id, [status, bar, memory, answer, timer, notice], show_progress="hidden")
         panels.connect(reading_id, status, timer, list_timer)
         # While a reading runs, its row follows it every second, not every three (as its branches do: panels).
-        timer.tick(on_refresh, [document, readings_table], readings_table, show_progress="hidden")
+        timer.tick(on_refresh, [shown_doc, readings_table], readings_table, show_progress="hidden")
         panels.branches_table.select(on_open, saved, [reading_id, question, *view[1:], saved], show_progress="hidden")
         panels.resume.click(
             on_resume,
