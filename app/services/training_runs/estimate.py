@@ -1,8 +1,9 @@
 """How long a run will take on this deployment: its finished runs' measured times, else the built-in figures.
 
 A run costs its start (the trainer's process, the model, the data; the final adapter) plus its steps. A step
-costs its work at the phase's rate, but never less than the phase's shortest step: tiny steps are all
-overhead (a run of 2 SFT and 2 RL tiny steps was estimated at 12 s from the rates alone and took 117 s)."""
+costs its work at the phase's rate, but never less than the phase's shortest step (its first step: the
+phase's first step, which warms up): tiny steps are all overhead (a run of 2 SFT and 2 RL tiny steps was
+estimated at 12 s from the rates alone and took 117 s)."""
 
 from __future__ import annotations
 
@@ -28,24 +29,27 @@ from training.data import doc_tokens_at
 SFT_TOKENS_PER_S = 200.0
 RL_SECONDS_PER_UNIT = 250.0 / (4 * 8 * 2048)
 #: Built-in overheads, from the browser test's tiny run (2 SFT + 2 RL steps of one sample, 128-token chunks)
-#: on the 2-core machine on 2026-11-28, shared with other tests: 49 s beyond its steps (start and end), and
-#: steps after the first of 21 s (SFT) and 16 s (RL).
-START_S = 45.0
-SHORTEST_STEP_S = {"sft": 20.0, "rl": 15.0}
+#: on the 2-core development machine on 2026-11-29 (tests/browser/test_training_ui.py in the full suite):
+#: 106 s in all, 21 s of it outside its steps; SFT steps of 13 s then 10 s, RL steps of 54 s then 8 s.
+START_S = 21.0
+FIRST_STEP_S = {"sft": 13.0, "rl": 54.0}
+SHORTEST_STEP_S = {"sft": 10.0, "rl": 8.0}
 
 
 @dataclass(frozen=True)
 class Speed:
-    """Seconds per unit of work (`_units`) and the shortest step, per phase; a run's start and end."""
+    """Per phase: seconds per unit of work (`_units`), its first step and its shortest later step; a run's
+    time outside its steps."""
 
     rate: dict[str, float]
+    first: dict[str, float]
     shortest: dict[str, float]
     start_s: float
     runs: int  #: finished runs measured (0: the built-in figures)
     phases: tuple[str, ...] = ()  #: the phases measured; the others take the built-in figures
 
 
-BUILT_IN = Speed({"sft": 1 / SFT_TOKENS_PER_S, "rl": RL_SECONDS_PER_UNIT}, SHORTEST_STEP_S, START_S, 0)
+BUILT_IN = Speed({"sft": 1 / SFT_TOKENS_PER_S, "rl": RL_SECONDS_PER_UNIT}, FIRST_STEP_S, SHORTEST_STEP_S, START_S, 0)
 
 
 def _units(config: TrainConfig, step: int) -> float:
@@ -63,25 +67,31 @@ def _units(config: TrainConfig, step: int) -> float:
 
 def measure(runs: list[tuple[TrainConfig, list[dict], float | None]]) -> Speed:
     """This deployment's speed from its finished runs (config, metrics rows, wall seconds): each phase's
-    seconds per unit and shortest step (the first step of a run is left out of the shortest: it warms up),
-    and the mean time a run spent outside its steps; the built-in figure for what no run measured."""
+    seconds per unit, mean first step and shortest later step, and the mean time a run spent outside its
+    steps; the built-in figure for what no run measured."""
     seconds: dict[str, float] = {}
     units: dict[str, float] = {}
+    firsts: dict[str, list[float]] = {}
     shortest: dict[str, float] = {}
     outside: list[float] = []
     for config, rows, wall in runs:
         steps = [m for m in rows if m.get("phase") in ("sft", "rl") and m.get("seconds") and m.get("step")]
+        seen: set[str] = set()
         for m in steps:
             phase, s = m["phase"], float(m["seconds"])
             seconds[phase] = seconds.get(phase, 0.0) + s
             units[phase] = units.get(phase, 0.0) + _units(config, int(m["step"]) - 1)
-            if int(m["step"]) > 1:
+            if phase in seen:
                 shortest[phase] = min(shortest.get(phase, s), s)
+            else:
+                seen.add(phase)
+                firsts.setdefault(phase, []).append(s)
         if wall is not None and steps:
             outside.append(max(0.0, wall - sum(float(m["seconds"]) for m in steps)))
     rate = {p: seconds[p] / units[p] if units.get(p) else BUILT_IN.rate[p] for p in BUILT_IN.rate}
     return Speed(
         rate,
+        {p: sum(firsts[p]) / len(firsts[p]) if p in firsts else BUILT_IN.first[p] for p in BUILT_IN.first},
         {p: shortest.get(p, BUILT_IN.shortest[p]) for p in BUILT_IN.shortest},
         sum(outside) / len(outside) if outside else BUILT_IN.start_s,
         len(outside),
@@ -109,11 +119,12 @@ def _measured_speed(settings: Settings) -> Speed:
 
 def estimate_with(speed: Speed, config: TrainConfig) -> float:
     """Seconds for `config`'s run at `speed`: the start, then each step's work at its phase's rate, at least
-    the phase's shortest step."""
+    the phase's first step (for its first) or shortest step (for the others)."""
     total = speed.start_s
     for step in range(config.sft_steps + config.rl_steps):
         phase = "sft" if step < config.sft_steps else "rl"
-        total += max(_units(config, step) * speed.rate[phase], speed.shortest[phase])
+        least = speed.first[phase] if step in (0, config.sft_steps) else speed.shortest[phase]
+        total += max(_units(config, step) * speed.rate[phase], least)
     return round(total, 1)
 
 
@@ -129,7 +140,8 @@ def estimate_config(settings: Settings, config: TrainConfig) -> tuple[float, str
             basis += f" (built-in figures for {' and '.join(unmeasured)}, which none of them ran)"
     else:
         basis = ("the built-in figures of the 2-core development machine (~200 trained tokens/s for SFT, ~250 s an "
-                 f"RL step at 2,048 tokens with 4 samples x 8 rollouts, {START_S:.0f} s to start)")  # fmt: skip
+                 "RL step at 2,048 tokens with 4 samples x 8 rollouts, tiny steps 8-54 s, "
+                 f"{START_S:.0f} s to start)")  # fmt: skip
     return estimate_with(speed, config), basis
 
 
