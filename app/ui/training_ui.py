@@ -353,8 +353,8 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
                     plots = []
                     for i in range(0, len(PLOTS), 2):
                         with gr.Row():
-                            for title, elem_id, _, _ in PLOTS[i : i + 2]:
-                                plots.append(curve_plot(title, elem_id))
+                            for title, elem_id, _, key in PLOTS[i : i + 2]:
+                                plots.append(curve_plot(title, elem_id, key))
                     with gr.Accordion(
                         "Latest sample rollouts: question, each step's memory, answer, reward", open=True
                     ):

@@ -157,10 +157,10 @@ def error_line(error: str) -> str:
     return text_md(lines[0]) + (f" … {text_md(lines[-1])}" if len(lines) > 1 else "")
 
 
-def curves(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One update per PLOTS entry: its long frame (step, value, metric) and the axes that keep it readable."""
-    return [curve_update(curve_frame([{"step": m["step"], "value": float(m[key]), "metric": key} for m in rows
-                                      if phase in (None, m.get("phase")) and isinstance(m.get(key), int | float)]))
+def curves(rows: list[dict[str, Any]]) -> list[pd.DataFrame]:
+    """One long frame (step, value, metric) per PLOTS entry. Only the frames change: see curve_plot."""
+    return [curve_frame([{"step": m["step"], "value": float(m[key]), "metric": key} for m in rows
+                         if phase in (None, m.get("phase")) and isinstance(m.get(key), int | float)])
             for _, _, phase, key in PLOTS]  # fmt: skip
 
 
@@ -171,35 +171,21 @@ def curve_frame(points: list[dict[str, Any]]) -> pd.DataFrame:
     )
 
 
-def curve_plot(title: str, elem_id: str) -> gr.ScatterPlot:
+#: metrics that are fractions: their y axis is 0 to 1 whatever the values (a flat curve, e.g. a clip fraction
+#: of 0 at every step, otherwise has an axis of zero height)
+FRACTIONS = {"reward", "accuracy", "clip_fraction"}
+
+
+def curve_plot(title: str, elem_id: str, key: str) -> gr.ScatterPlot:
     """A curve's plot: points, which show however few steps there are (a LinePlot draws its points only
-    under the pointer, so a one-step curve is empty). x in whole steps: the axis format "d" makes Vega-Lite
-    step its ticks by 1 at least (curve_update widens a short x range so they do); y in up to 4 significant
-    digits (Gradio's default shows 6 decimals)."""
+    under the pointer, so a one-step curve is empty). Its axes are set here once, never by an update: Gradio
+    draws a plot again with its old data when a property changes (the curves lagged a step behind). x in
+    whole steps (format "d"; a range of 1 or 2 steps still gets a tick between them, labelled as a whole
+    step), a single step centred; y in up to 4 significant digits (Gradio's default shows 6 decimals), 0 to 1
+    for FRACTIONS. (x from 0 put a single point on the plot's edge.)"""
+    y_lim = [0, 1] if key in FRACTIONS else None
     return gr.ScatterPlot(curve_frame([]), x="step", y="value", label=title, x_axis_format="d",
-                          y_axis_format=".4~g", elem_id=elem_id)  # fmt: skip
-
-
-#: the shortest x range whose ticks are whole steps: "d" caps the tick count at the range + 1, and d3 then
-#: picks a tick step of 1 or more only from a range of 3 on (2 steps: 0.5, shown as 1, 2, 2, 3)
-MIN_SPAN = 3
-
-
-def curve_update(frame: pd.DataFrame) -> dict[str, Any]:
-    """The plot's frame and its axes' limits, set only where the data's own range would not do: a range of
-    fewer than MIN_SPAN steps (whole steps around it), and a flat curve (a range around its value: one of
-    zero height has no ticks but one and squashes the axis, as KL and clip fraction at 0 did)."""
-    x_lim = y_lim = None
-    if len(frame):
-        first, last = int(frame["step"].min()), int(frame["step"].max())
-        if last - first < MIN_SPAN:
-            start = max(0.0, (first + last - MIN_SPAN) / 2)
-            x_lim = [start, start + MIN_SPAN]
-        low, high = float(frame["value"].min()), float(frame["value"].max())
-        if low == high:
-            pad = abs(low) / 2 or 1.0
-            y_lim = [low - pad, high + pad]
-    return gr.update(value=frame, x_lim=x_lim, y_lim=y_lim)
+                          y_lim=y_lim, y_axis_format=".4~g", elem_id=elem_id)  # fmt: skip
 
 
 def describe_samples(samples: list[dict[str, Any]]) -> str:
