@@ -17,7 +17,7 @@ from app.documents.pages import SCALE
 from app.models import Checkpoint, Document, Reading, ReadingStatus
 from app.services.sentences import sentences
 from app.settings import Settings
-from tests.browser.uihelpers import watch
+from tests.browser.uihelpers import BROKEN_WORDS, watch
 from tests.conftest import ARTIFACTS
 from training.tasks import DATA_DIR
 
@@ -71,21 +71,6 @@ YELLOW_SHARE = """(img, box) => {
     const [l, t, r, b] = box; const d = g.getImageData(l, t, r - l, b - t).data; let n = 0;
     for (let i = 0; i < d.length; i += 4) if (d[i] > 150 && d[i + 1] > 110 && d[i] - d[i + 2] > 70) n++;
     return n / (d.length / 4);
-}"""
-
-#: words of the passage view that the browser broke across two lines (a line may end after a hyphen)
-BROKEN_WORDS = """el => {
-    const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT); const broken = []; let node;
-    while ((node = walk.nextNode())) {
-        const re = /[^\\s-]+-?/g; let m;
-        while ((m = re.exec(node.textContent))) {
-            const range = document.createRange();
-            range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
-            const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
-            if (lines.size > 1) broken.push(m[0]);
-        }
-    }
-    return broken;
 }"""
 
 

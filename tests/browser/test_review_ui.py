@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.browser.conftest import LiveServer, _page, _serve
-from tests.browser.uihelpers import watch
+from tests.browser.uihelpers import BROKEN_WORDS, watch
 from tests.conftest import ARTIFACTS
 from training.tasks import DATA_DIR
 from training.tasks.cuad_questions import REVIEW_QUESTIONS
@@ -65,6 +65,8 @@ def test_review_a_contract_open_a_rows_passage_and_download_csv(review_page, rev
     page.locator("#review-note").get_by_text("of the PDF (beside it, highlighted)").wait_for(timeout=30_000)
     highlighted = " ".join(page.locator("#review-passage .token.highlighted").all_inner_texts())  # one span a line
     assert len(highlighted.split()) >= 2  # a passage of the contract, not an empty highlight
+    words = page.locator("#review-passage .textfield").element_handle()
+    assert page.evaluate(BROKEN_WORDS, words) == []  # lines break between words
     img = page.locator("#review-page img")
     img.wait_for(timeout=30_000)
     src = img.get_attribute("src")  # the page with the passage's characters highlighted on it

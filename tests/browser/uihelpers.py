@@ -48,3 +48,19 @@ def upload(page, path: Path, expect: str) -> str:  # noqa: ANN001
         clear.click()
     page.locator("#upload input[type=file]").set_input_files(str(path))
     return info_line(page, expect, 60)
+
+
+#: words of the passage view that the browser broke across two lines (a line may end after a hyphen)
+BROKEN_WORDS = """el => {
+    const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT); const broken = []; let node;
+    while ((node = walk.nextNode())) {
+        const re = /[^\\s-]+-?/g; let m;
+        while ((m = re.exec(node.textContent))) {
+            const range = document.createRange();
+            range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
+            const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+            if (lines.size > 1) broken.push(m[0]);
+        }
+    }
+    return broken;
+}"""
