@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -20,11 +19,11 @@ from app.services.runner import run_readings
 from app.settings import Settings
 from tests.browser.test_timeline_ui import TEXT, _seed
 from tests.browser.uihelpers import watch
+from tests.conftest import ARTIFACTS
 from tests.fakes import FakeEngine
 
 pytestmark = pytest.mark.browser
 
-SHOTS = Path("/tmp/shots")
 IMG = "<img src=x onerror=alert(5)>"  # no slash: it stays in a file name
 
 
@@ -63,7 +62,7 @@ def _respond(prompt: str) -> str:
 
 def test_deleting_a_document_asks_first_and_a_failed_upload_is_dismissed(ui_page, ui_server) -> None:
     page = ui_page
-    SHOTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     dialogs, stray = watch(page, ui_server.url)
     tag = uuid.uuid4().hex[:6]
     doomed = _upload(page, ui_server, f"doomed-{tag} {IMG}.txt", (TEXT + tag).encode())
@@ -88,7 +87,7 @@ def test_deleting_a_document_asks_first_and_a_failed_upload_is_dismissed(ui_page
     text = confirm.inner_text()
     assert f"Delete #{doomed['id']} doomed-{tag} {IMG}.txt?" in text and "4 checkpoints" in text, text
     page.locator("#delete-yes").scroll_into_view_if_needed()
-    page.screenshot(path=str(SHOTS / "docs37-delete-confirmation.png"), full_page=False)
+    page.screenshot(path=str(ARTIFACTS / "ui-delete-confirmation.png"), full_page=False)
     page.locator("#delete-no").click()
     page.locator("#delete-yes").wait_for(state="hidden", timeout=30_000)
     assert page.request.get(f"{ui_server.url}/api/documents/{doomed['id']}").status == 200
@@ -110,7 +109,7 @@ def test_deleting_a_document_asks_first_and_a_failed_upload_is_dismissed(ui_page
     page.locator("#ask").wait_for(state="hidden", timeout=30_000)
     for part in ("delete-document", "question", "memory", "timeline", "feedback", "readings", "review-box"):
         assert not page.locator(f"#{part}").is_visible(), part
-    page.screenshot(path=str(SHOTS / "docs37-failed-upload.png"), full_page=False)
+    page.screenshot(path=str(ARTIFACTS / "ui-failed-upload-dismiss.png"), full_page=False)
     page.locator("#dismiss-document").click()
     page.locator("#delete-msg").get_by_text(f"Dismissed #{broken['id']}").wait_for(timeout=30_000)
     assert page.request.get(f"{ui_server.url}/api/documents/{broken['id']}").status == 404
@@ -186,7 +185,7 @@ def test_a_finished_branch_refreshes_its_open_timeline(ui_page, ui_server, token
 
 def test_a_pass_of_several_questions_is_shown_side_by_side(ui_page, ui_server, tokenizer) -> None:
     page = ui_page
-    SHOTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     settings = Settings(data_dir=ui_server.data_dir)
     name = f"pass-{uuid.uuid4().hex[:6]}.txt"
     doc = _upload(page, ui_server, name, (TEXT + name).encode())  # bytes of its own: a document of its own
@@ -218,14 +217,14 @@ def test_a_pass_of_several_questions_is_shown_side_by_side(ui_page, ui_server, t
     boxes = [cards.nth(i).bounding_box() for i in range(3)]
     assert boxes[0]["y"] == boxes[1]["y"] and boxes[0]["x"] < boxes[1]["x"], boxes  # side by side
     page.locator("#pass-view").scroll_into_view_if_needed()
-    page.screenshot(path=str(SHOTS / "docs37-multi-question-pass.png"), full_page=False)
+    page.screenshot(path=str(ARTIFACTS / "ui-multi-question-pass.png"), full_page=False)
     assert not page.locator("#pass-view img").count()
     assert not page.page_errors, page.page_errors
 
 
 def test_the_admin_tab_holds_the_users_and_the_status_line_names_the_model(ui_page, ui_server) -> None:
     page = ui_page
-    SHOTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     _open_page(page, ui_server)
     assert not page.locator("#admin-users").is_visible()  # not on the Read tab any more
     page.locator("#health").get_by_text("Model version:").wait_for(timeout=30_000)
@@ -233,5 +232,5 @@ def test_the_admin_tab_holds_the_users_and_the_status_line_names_the_model(ui_pa
     page.get_by_role("tab", name="Admin", exact=True).click()
     page.locator("#admin-users").wait_for(state="visible", timeout=30_000)
     page.locator("#users-table [role=gridcell]").filter(has_text="local").first.wait_for(timeout=30_000)
-    page.screenshot(path=str(SHOTS / "docs37-admin-tab.png"), full_page=False)
+    page.screenshot(path=str(ARTIFACTS / "ui-admin-tab.png"), full_page=False)
     assert not page.page_errors, page.page_errors
