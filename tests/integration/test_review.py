@@ -30,7 +30,7 @@ CONTRACT = CONTRACTS_DIR / "pdf" / "cuad-003.pdf"  # a mutual termination agreem
 def real_settings(tmp_path) -> Settings:
     from app.migrate import upgrade
 
-    s = Settings(data_dir=tmp_path / "data", model_cache_dir=MODEL_CACHE, engine="transformers", chunk_tokens=256,
+    s = Settings(data_dir=tmp_path / "data", model_cache_dir=MODEL_CACHE, engine="transformers", chunk_tokens=384,
                  memory_tokens=32, answer_tokens=16)  # fmt: skip
     upgrade(s.resolved_database_url)
     return s
