@@ -269,8 +269,8 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
                     )
                 contracts = gr.Checkbox(False, label="Contracts' expert QA", elem_id="use-contracts")
                 qa_files = gr.CheckboxGroup([], label="QA files on the server", elem_id="qa-files")
-                kinds = gr.CheckboxGroup(
-                    [],
+                kinds = gr.CheckboxGroup(  # its choices from the start: an event before the data loads was refused
+                    [(f"{k}: {text}", k) for k, text in training_runs.KIND_HELP.items()],
                     value=["single-needle"],
                     label="Synthetic tasks planted in the training books",
                     elem_id="synthetic-kinds",
