@@ -36,6 +36,7 @@ from app.ui.training_views import (
     RUN_COLUMNS,
     SAMPLE_COLUMNS,
     bars_frame,
+    curve_axes,
     curve_plot,
     curves,
     describe_feedback,
@@ -187,6 +188,17 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
         return (gr.update(visible=True), head, message, *curves(metrics), describe_samples(samples), log,
                 *eval_view(r.evaluation, r.status == "done", progress, r.selection), *listed, now,
                 gr.Timer(active=live))  # fmt: skip
+
+    def show_axes(run_id: int | None):
+        """The open run's curves' axes, after their data (curve_axes); unchanged limits redraw nothing."""
+        try:
+            r = training_runs.get_run(settings, run_id, user=me()) if run_id is not None else None
+            metrics = training_runs.run_metrics(settings, run_id, user=me()) if r else []
+        except REFUSED:
+            r = None
+        if r is None:
+            return [gr.update()] * len(plots)
+        return curve_axes(curves(metrics), r.total_steps)
 
     def on_tick(run_id: int | None, shown: str | None):
         return show_run(run_id, None, shown)
@@ -353,8 +365,8 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
                     plots = []
                     for i in range(0, len(PLOTS), 2):
                         with gr.Row():
-                            for title, elem_id, _, key in PLOTS[i : i + 2]:
-                                plots.append(curve_plot(title, elem_id, key))
+                            for title, elem_id, *_ in PLOTS[i : i + 2]:
+                                plots.append(curve_plot(title, elem_id))
                     with gr.Accordion(
                         "Latest sample rollouts: question, each step's memory, answer, reward", open=True
                     ):
@@ -431,8 +443,9 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
     ]
     models_out = [models_table, pick_version, models_msg]
 
+    axes = {"fn": show_axes, "inputs": run_id, "outputs": plots, "show_progress": "hidden"}  # after the data
     training_tab.select(load_data, None, data_view, show_progress="hidden")
-    training_tab.select(show_run, run_id, run_view, show_progress="hidden")
+    training_tab.select(show_run, run_id, run_view, show_progress="hidden").then(**axes)
     preview.click(on_preview, selection, [preview_note, samples_table], show_progress="hidden")
     gr.on(
         [c.change for c in (*selection, *numbers)] + [training_tab.select],
@@ -446,9 +459,9 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
         [run_id, name, start_version, *selection, *numbers],
         [start_msg, pages, run_id, *run_view],
         show_progress="hidden",
-    )
-    runs_table.select(on_open, None, [run_id, *run_view], show_progress="hidden")
-    timer.tick(on_tick, [run_id, shown], run_view, show_progress="hidden")
+    ).then(**axes)
+    runs_table.select(on_open, None, [run_id, *run_view], show_progress="hidden").then(**axes)
+    timer.tick(on_tick, [run_id, shown], run_view, show_progress="hidden").then(**axes)
     for button, action, verb, done in (
         (cancel, training_runs.cancel_run, "cancel", lambda r: f"Run #{r.id} is {text_md(r.status)}."),
         (resume, training_runs.resume_run, "resume", lambda r: f"Run #{r.id} is queued again: it continues from its "
@@ -458,7 +471,7 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
         (promote, training_runs.promote_run, "promote", lambda v: f"Promoted: model version #{v} is now active; "
          "new readings use it (readings in flight finish on the version they began with)."),
     ):  # fmt: skip
-        button.click(act(action, verb, done), run_id, [*run_view, models_table], show_progress="hidden")
+        button.click(act(action, verb, done), run_id, [*run_view, models_table], show_progress="hidden").then(**axes)
     models_tab.select(models_view, None, models_out, show_progress="hidden")
     activate.click(on_activate, pick_version, models_out, show_progress="hidden")
     return AdminTabs(training_tab, models_tab)

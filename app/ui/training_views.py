@@ -3,6 +3,7 @@ pure functions of the services' views, tested without a browser (app/ui/training
 
 from __future__ import annotations
 
+import math
 from datetime import date
 from typing import Any
 
@@ -171,21 +172,42 @@ def curve_frame(points: list[dict[str, Any]]) -> pd.DataFrame:
     )
 
 
-#: metrics that are fractions: their y axis is 0 to 1 whatever the values (a flat curve, e.g. a clip fraction
-#: of 0 at every step, otherwise has an axis of zero height)
+#: metrics that are fractions: their y axis is 0 to 1 whatever the values, with room for a point at either end
 FRACTIONS = {"reward", "accuracy", "clip_fraction"}
+FRACTION_LIM = [-0.05, 1.05]
+#: the least x span: with ~12 ticks on a plot's width, a span of 20 steps puts them at whole steps (a span of 2
+#: ticked every half step, labelled "3, 4, 4" in whole steps)
+MIN_STEPS_SHOWN = 20
 
 
-def curve_plot(title: str, elem_id: str, key: str) -> gr.ScatterPlot:
-    """A curve's plot: points, which show however few steps there are (a LinePlot draws its points only
-    under the pointer, so a one-step curve is empty). Its axes are set here once, never by an update: Gradio
-    draws a plot again with its old data when a property changes (the curves lagged a step behind). x in
-    whole steps (format "d"; a range of 1 or 2 steps still gets a tick between them, labelled as a whole
-    step), a single step centred; y in up to 4 significant digits (Gradio's default shows 6 decimals), 0 to 1
-    for FRACTIONS. (x from 0 put a single point on the plot's edge.)"""
-    y_lim = [0, 1] if key in FRACTIONS else None
+def curve_plot(title: str, elem_id: str) -> gr.ScatterPlot:
+    """A curve's plot: points, which show however few steps there are (a LinePlot draws its points only under
+    the pointer, so a one-step curve is empty); y in up to 4 significant digits (Gradio's default shows 6
+    decimals). Its axes come from `curve_axes`, sent after the data (see there)."""
     return gr.ScatterPlot(curve_frame([]), x="step", y="value", label=title, x_axis_format="d",
-                          y_lim=y_lim, y_axis_format=".4~g", elem_id=elem_id)  # fmt: skip
+                          y_axis_format=".4~g", elem_id=elem_id)  # fmt: skip
+
+
+def curve_axes(frames: list[pd.DataFrame], total_steps: int) -> list[dict[str, Any]]:
+    """Each curve's axis limits, to send in an event of their own after its data (`.then`). Gradio lays a plot
+    out again only when such a property changes, with the data it holds then: sent with the data, it drew the
+    previous data (the curves lagged a step); never sent, the layout stayed the one made for the first, often
+    empty or hidden, data (labels clipped, a title squashed to nothing). Limits that change only when the
+    data leave them keep the redrawing rare. x: 0 to past the last step, at least MIN_STEPS_SHOWN wide (whole-
+    step ticks, no point on the edge); y: 0 to 1 for FRACTIONS, else the data's range widened to round values."""
+    x_lim = [0, max(MIN_STEPS_SHOWN, total_steps + 1)]
+    return [gr.update(x_lim=x_lim, y_lim=FRACTION_LIM if key in FRACTIONS else round_range(frame["value"].tolist()))
+            for frame, (_, _, _, key) in zip(frames, PLOTS, strict=True)]  # fmt: skip
+
+
+def round_range(values: list[float]) -> list[float]:
+    """[lo, hi] around `values` at a round step (a tenth of the range's order of magnitude), a step beyond
+    either end (a point on an edge is cut in half); 0 to twice a constant value; FRACTION_LIM for none or zeros."""
+    lo, hi = min(values, default=0.0), max(values, default=0.0)
+    if lo == hi:
+        return sorted([0.0, 2 * hi]) if hi else FRACTION_LIM
+    step = 10 ** math.floor(math.log10(hi - lo)) / 10
+    return [round(math.floor(lo / step) * step - step, 12), round(math.ceil(hi / step) * step + step, 12)]
 
 
 def describe_samples(samples: list[dict[str, Any]]) -> str:

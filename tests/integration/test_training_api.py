@@ -40,16 +40,19 @@ def test_an_admin_starts_watches_cancels_resumes_and_promotes_a_run(client, sett
     estimate = client.post("/api/training/estimate", json={"selection": SYNTHETIC, "params": TINY}).json()
     assert estimate["seconds"] > 0 and "built-in" in estimate["basis"]
     # An SFT step trains a few conversations of each document, however long: its time does not grow
-    # with the document (an RL step reads every chunk of every rollout: its time does).
-    sft, rl = {**TINY, "rl_steps": 0}, {**TINY, "sft_steps": 0}
+    # with the document. An RL step reads every chunk of every rollout: past its least (a tiny step's
+    # overhead), its time grows in proportion to the document's tokens.
+    sft, rl = {**TINY, "rl_steps": 0}, {**TINY, "sft_steps": 0, "samples_per_step": 4, "group_size": 8}
     seconds = {
         (p["sft_steps"], n): client.post(
             "/api/training/estimate", json={"selection": {"lengths": [n]}, "params": p}
         ).json()["seconds"]
         for p in (sft, rl)
-        for n in (1024, 4096)
+        for n in (1024, 2048, 4096)
     }
-    assert seconds[2, 1024] == seconds[2, 4096] and seconds[0, 4096] == pytest.approx(4 * seconds[0, 1024], rel=0.01)
+    assert seconds[2, 1024] == seconds[2, 4096]
+    rl_growth = seconds[0, 4096] - seconds[0, 2048], seconds[0, 2048] - seconds[0, 1024]
+    assert rl_growth[1] > 0 and rl_growth[0] == pytest.approx(2 * rl_growth[1], rel=0.01), seconds
     samples = client.post("/api/training/preview?n=2", json=SYNTHETIC).json()
     assert len(samples) == 2 and {s["source"] for s in samples} == {"synthetic"}
     assert all(s["question"] and s["answers"] and s["doc_tokens"] >= 200 for s in samples), samples

@@ -16,12 +16,14 @@ from app.services.training_runs import RunView
 from app.services.training_runs.shared import start_label
 from app.ui.training_views import (
     PLOTS,
+    curve_axes,
     curve_plot,
     curves,
     describe_run,
     eval_view,
     parse_params,
     parse_selection,
+    round_range,
 )
 
 IMG = "<img src=x onerror=alert(1)>"
@@ -129,18 +131,31 @@ def test_lineage_follows_runs_back_to_the_base() -> None:
     assert lineage(by_hand, made_by, by_name) == ["smollm2", "imported"]
 
 
-def test_a_curve_of_one_step_shows_its_point_and_only_its_data_changes() -> None:
-    """Points, not a line (drawn only under the pointer); x in whole steps; fractions on 0 to 1
-    (a flat clip fraction of 0 keeps an axis of some height). Updates carry frames only: Gradio draws a plot
-    again with stale data when a property changes."""
-    kl, clip = (
-        curve_plot("KL to the reference", "plot-kl", "kl"),
-        curve_plot("Clip fraction", "plot-clip", "clip_fraction"),
-    )
-    assert kl.get_mark() == clip.get_mark() == "point" and kl.x_axis_format == "d" and kl.x_lim is None
-    assert clip.y_lim == [0, 1] and kl.y_lim is None  # KL has no upper bound
+def test_a_curve_of_one_step_shows_its_point_on_whole_step_axes_set_apart_from_its_data() -> None:
+    """Points, not a line (drawn only under the pointer); x in whole steps. The data and the axes go in
+    separate updates (curve_axes): x from 0 to past the last step and at least 20 wide, whole-step ticks;
+    y 0 to 1 for fractions, round limits around the data otherwise (a flat KL of 0 keeps an axis of height)."""
+    kl = curve_plot("KL to the reference", "plot-kl")
+    assert kl.get_mark() == "point" and kl.x_axis_format == "d" and kl.x_lim is None and kl.y_lim is None
     rows = [{"step": 3, "phase": "rl", "reward": 0.5, "kl": 0.0, "tokens_per_s": 250.0}]
-    frames = dict(zip([key for *_, key in PLOTS], curves(rows), strict=True))
-    assert all(isinstance(f, pd.DataFrame) for f in frames.values())
-    assert frames["kl"].to_dict("records") == [{"step": 3, "value": 0.0, "metric": "kl"}]
-    assert frames["loss"].empty  # no loss logged
+    frames = curves(rows)
+    by_key = dict(zip([key for *_, key in PLOTS], frames, strict=True))
+    assert all(isinstance(f, pd.DataFrame) for f in frames)
+    assert by_key["kl"].to_dict("records") == [{"step": 3, "value": 0.0, "metric": "kl"}]
+    assert by_key["loss"].empty  # no loss logged
+    axes = dict(zip([key for *_, key in PLOTS], curve_axes(frames, total_steps=4), strict=True))
+    assert {str(a["x_lim"]) for a in axes.values()} == {"[0, 20]"}
+    assert curve_axes(frames, total_steps=60)[0]["x_lim"] == [0, 61]  # the last step is not on the edge
+    assert axes["reward"]["y_lim"] == axes["clip_fraction"]["y_lim"] == axes["kl"]["y_lim"] == [-0.05, 1.05]
+    assert axes["tokens_per_s"]["y_lim"] == [0.0, 500.0]
+    assert "value" not in axes["kl"] and "visible" not in axes["kl"]  # axes only: the data went before
+
+
+def test_round_limits_hold_the_data_and_move_only_when_it_leaves_them() -> None:
+    assert round_range([0.5234, 0.2617]) == [0.25, 0.54]
+    assert round_range([0.0369, 0.0492, 0.0615]) == [0.035, 0.063]
+    assert round_range([0.0369, 0.0492, 0.0615, 0.0571]) == [0.035, 0.063]  # a point inside: the same limits
+    assert round_range([1.0, 1.0]) == [0.0, 2.0] and round_range([-0.2]) == [-0.4, 0.0]
+    assert round_range([]) == round_range([0.0, 0.0]) == [-0.05, 1.05]
+    assert round_range([0.0, 0.00031]) == [-0.00001, 0.00032]  # a point at 0 is not on the edge
+    assert round_range([-0.3, 0.2]) == [-0.31, 0.21]
