@@ -305,7 +305,7 @@ def _evaluate_side(
     tick: Callable[[], bool],
     stopping: threading.Event,
 ) -> dict[str, Any] | None:
-    """Run one side's `longread eval` commands: {"summary", "timing"} (+ "cases": the held-out feedback's
+    """Run one side's `longread eval` commands: {"summary", "suites", "timing"} (+ "cases": the held-out feedback's
     {"sub_em", "exact_match", "n", "cases"}), or None when stopped early."""
     out: dict[str, Any] = {}
     log_path = run_dir / "eval.log"
@@ -331,7 +331,7 @@ def _evaluate_side(
             out["cases"] = {"sub_em": printed["sub_em"], "exact_match": printed["exact_match"],
                             "n": len(printed["cases"]), "cases": printed["cases"]}  # fmt: skip
         else:
-            out.update(summary=printed["summary"], timing=printed["timing"])
+            out.update(summary=printed["summary"], suites=printed.get("suites") or {}, timing=printed["timing"])
     return out
 
 

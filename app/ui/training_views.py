@@ -255,7 +255,8 @@ def eval_view(
         labels = [(evaluation.get(side) or {}).get("label") or name for side, name in
                   (("baseline", "the active model"), ("candidate", "this run"))]  # fmt: skip
         note = (f"Baseline: {text_md(labels[0])}; this run: {text_md(labels[1])}. Sub-EM: the gold answer is in "
-                f"the answer (or the reverse); EM: exact match.  \n{held_out_text(evaluation, selection)}")  # fmt: skip
+                f"the answer (or the reverse); EM: exact match.  \n{held_out_text(evaluation, selection)}"
+                f"{misses_text(evaluation)}")  # fmt: skip
     base, candidate = _sets(evaluation.get("baseline")), _sets(evaluation.get("candidate"))
     mixed = {r.get("group") for r in candidate if r.get("kind") == "all"}  # several kinds: plot their `all` row
     rows, points = [], []
@@ -279,6 +280,23 @@ def eval_progress_text(p: EvalProgress | None) -> str:
     of = f" of {p.total:,}" if p.total is not None else ""
     eta = f" · ETA {fmt_seconds(p.eta_s)}" if p.eta_s is not None else " · ETA after the first document"
     return f"{p.done:,}{of} questions read ({turn}){eta}"
+
+
+#: where a miss happened (training/misses.py), as `longread eval` reports it per suite
+MISS_LABELS = (("never-entered", "never entered the memory"), ("overwritten", "entered, then overwritten"),
+               ("answer-missed", "in the final memory, answer missed"))  # fmt: skip
+
+
+def misses_text(evaluation: dict[str, Any]) -> str:
+    """Per suite, where the misses happened, baseline → this run: shares of the questions the documents answer."""
+    sides = [(evaluation.get(side) or {}).get("suites") or {} for side in ("baseline", "candidate")]
+    lines = []
+    for suite in dict.fromkeys([*sides[0], *sides[1]]):
+        base, run = (s.get(suite) or {} for s in sides)
+        parts = [f"{label} {_pct(base.get(key)) or '–'} → {_pct(run.get(key)) or '–'}" for key, label in MISS_LABELS]
+        n = run.get("answerable", base.get("answerable"))
+        lines.append(f"- {text_md(suite)} ({n} answerable): " + "; ".join(parts))
+    return "\n\nWhere the misses happened (baseline → this run):\n\n" + "\n".join(lines) if lines else ""
 
 
 def held_out_text(evaluation: dict[str, Any], selection: dict[str, Any] | None) -> str:

@@ -300,6 +300,10 @@ def test_a_run_is_trained_evaluated_and_promoted_by_a_training_worker(tmp_path, 
     for side in ("baseline", "candidate"):
         (row,) = evaluation[side]["summary"]
         assert (row["suite"], row["group"], row["n"]) == ("synthetic", "256", 2)
+        misses = evaluation[side]["suites"]["synthetic"]  # where the misses happened, shown beside the table
+        assert misses["answerable"] == 2 and sum(
+            misses[k] for k in ("never-entered", "overwritten", "answer-missed")
+        ) == (pytest.approx(1 - row["sub_em"]))
         assert evaluation[side]["cases"]["n"] == 1  # the held-out document's feedback
         assert evaluation[side]["cases"]["cases"][0]["question"] == "What is the vault code of room 5?"
     assert evaluation["baseline"]["label"] == "smollm2-reader"  # the bundled reader, seeded active

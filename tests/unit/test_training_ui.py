@@ -59,11 +59,17 @@ def test_the_evaluation_side_by_side_with_the_held_out_feedback() -> None:
         rows = [{"suite": "synthetic", "group": "256", "kind": k, "n": 2, "sub_em": sub_em, "exact_match": sub_em / 2}
                 for k in ("multi-hop", "single-needle")]  # fmt: skip
         rows.append({"suite": "synthetic", "group": "256", "kind": "all", "n": 4, "sub_em": sub_em, "exact_match": 0.0})
-        return {"label": label, "summary": rows, "cases": {"sub_em": sub_em, "exact_match": 0.0, "n": 1, "cases": []}}
+        misses = {"answerable": 4, "never-entered": 1 - sub_em, "overwritten": 0.0, "answer-missed": None}
+        return {"label": label, "summary": rows, "suites": {"synthetic": misses},
+                "cases": {"sub_em": sub_em, "exact_match": 0.0, "n": 1, "cases": []}}  # fmt: skip
 
     evaluation = {"status": "done", "baseline": side(f"base {IMG}", 0.25), "candidate": side("run 7", 0.75)}
     note, table, plot = eval_view(evaluation)
     assert IMG not in note and "&lt;img" in note
+    # Where the misses happened, per suite, baseline → this run.
+    assert ("synthetic (4 answerable): never entered the memory 75.0% → 25.0%; entered, then overwritten 0.0% → "
+            "0.0%; in the final memory, answer missed – → –") in note  # fmt: skip
+    assert "Where the misses happened" not in eval_view({**evaluation, "baseline": {}, "candidate": {}})[0]
     rows = table["value"]
     assert table["visible"] is True
     assert rows[0] == ["synthetic", "256", "multi-hop", 2, "25.0%", "75.0%", "+50.0%", "12.5%", "37.5%"]
