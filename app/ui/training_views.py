@@ -205,7 +205,7 @@ def round_range(values: list[float]) -> list[float]:
     either end (a point on an edge is cut in half); 0 to twice a constant value; FRACTION_LIM for none or zeros."""
     lo, hi = min(values, default=0.0), max(values, default=0.0)
     if lo == hi:
-        return sorted([0.0, 2 * hi]) if hi else FRACTION_LIM
+        return sorted([0.0, 2 * hi]) if hi else list(FRACTION_LIM)
     step = 10 ** math.floor(math.log10(hi - lo)) / 10
     return [round(math.floor(lo / step) * step - step, 12), round(math.ceil(hi / step) * step + step, 12)]
 
