@@ -167,8 +167,8 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
         string is `shown`: the page does not redraw every tick."""
         message = gr.update() if note is None else note
         if run_id is None:
-            return (gr.update(visible=False), "", message, *curves([]), "", "", *eval_view(None), *runs_list(), "",
-                    gr.Timer(active=False))  # fmt: skip
+            return (gr.update(visible=False), "", message, *curves([]), None, "", "", *eval_view(None), *runs_list(),
+                    "", gr.Timer(active=False))  # fmt: skip
         try:
             r = training_runs.get_run(settings, run_id, user=me())
             metrics = training_runs.run_metrics(settings, run_id, user=me())
@@ -178,27 +178,22 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
             progress = training_runs.run_eval_progress(settings, run_id, user=me()) if evaluating else None
         except REFUSED as exc:
             return (gr.update(visible=True), f"**Cannot show run #{run_id}:** {text_md(exc)}", message, *curves([]),
-                    "", "", *eval_view(None), *runs_list(), "", gr.Timer(active=False))  # fmt: skip
+                    None, "", "", *eval_view(None), *runs_list(), "", gr.Timer(active=False))  # fmt: skip
         live = r.status in LIVE or (r.evaluation or {}).get("status") in ("queued", "running")
         listed = runs_list()
         now = repr((r, len(metrics), samples[-1:], log, listed, progress))
         if now == shown:
             return *(gr.update(),) * (len(run_view) - 2), now, gr.Timer(active=live)
         head = describe_run(r) + ("  \nNo steps yet: the curves fill as it trains." if live and not metrics else "")
-        return (gr.update(visible=True), head, message, *curves(metrics), describe_samples(samples), log,
+        frames = curves(metrics)
+        return (gr.update(visible=True), head, message, *frames, curve_axes(frames, r.total_steps),
+                describe_samples(samples), log,
                 *eval_view(r.evaluation, r.status == "done", progress, r.selection), *listed, now,
                 gr.Timer(active=live))  # fmt: skip
 
-    def show_axes(run_id: int | None):
-        """The open run's curves' axes, after their data (curve_axes); unchanged limits redraw nothing."""
-        try:
-            r = training_runs.get_run(settings, run_id, user=me()) if run_id is not None else None
-            metrics = training_runs.run_metrics(settings, run_id, user=me()) if r else []
-        except REFUSED:
-            r = None
-        if r is None:
-            return [gr.update()] * len(plots)
-        return curve_axes(curves(metrics), r.total_steps)
+    def show_axes(kept: list[dict] | None):
+        """The curves' axes show_run kept, sent after their data (curve_axes); unchanged limits redraw nothing."""
+        return kept or [gr.update()] * len(plots)
 
     def on_tick(run_id: int | None, shown: str | None):
         return show_run(run_id, None, shown)
@@ -404,6 +399,7 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
                         )
                 run_id = gr.State(None)
                 shown = gr.State("")
+                limits = gr.State(None)  # the open run's curve axes (curve_axes), sent after the data
                 timer = gr.Timer(2.0, active=False)
     with gr.Tab("Models", id="models", visible=False, elem_id="models-tab") as models_tab:
         gr.Markdown(
@@ -431,6 +427,7 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
         run_head,
         run_msg,
         *plots,
+        limits,
         samples,
         log,
         eval_note,
@@ -443,7 +440,7 @@ def build_admin_tabs(settings: Settings, me: Callable[[], UserView | None]) -> A
     ]
     models_out = [models_table, pick_version, models_msg]
 
-    axes = {"fn": show_axes, "inputs": run_id, "outputs": plots, "show_progress": "hidden"}  # after the data
+    axes = {"fn": show_axes, "inputs": limits, "outputs": plots, "show_progress": "hidden"}  # after the data
     training_tab.select(load_data, None, data_view, show_progress="hidden")
     training_tab.select(show_run, run_id, run_view, show_progress="hidden").then(**axes)
     preview.click(on_preview, selection, [preview_note, samples_table], show_progress="hidden")
