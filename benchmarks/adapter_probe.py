@@ -1,7 +1,7 @@
-"""What an adapter writes for the throughput benchmark's 8 questions on the first 4,096 tokens of Little Women
-(transformers, float32, greedy, 1024-token chunks, chunk-first), and how likely its first token is to start the
-empty memory for the weather question at chunk 1: the probe behind the open-question rounds
-(small-sft-open*.toml; their probe.json in training/results.jsonl).
+"""What an adapter writes for 8 open questions (the throughput benchmark's until issue 38) on the first
+4,096 tokens of Little Women (transformers, float32, greedy, 1024-token chunks, chunk-first), and how likely
+its first token is to start the empty memory for the weather question at chunk 1: the probe behind the
+open-question rounds (small-sft-open*.toml; their probe.json in training/results.jsonl).
 
     .venv/bin/python -m benchmarks.adapter_probe ADAPTER [ADAPTER ...] > probe.json
 
@@ -14,14 +14,26 @@ import argparse
 import json
 from typing import Any
 
-from benchmarks.run import QUESTIONS, book_prefix
+from benchmarks.run import book_prefix
 from inference.agent import AgentConfig, MemoryAgent
 from inference.engines.transformers_engine import TransformersEngine
 from inference.models import BUNDLED, model_folder
 from training.policy import prompt_ids
 from training.weights import resolve_adapter
 
-WEATHER = "What is the weather like when the story begins?"
+#: The throughput benchmark's questions until issue 38 (close to what the open-question rounds trained on, so
+#: the benchmark now asks held-out ones); this probe and benchmarks.memory_caps keep them to stay comparable.
+QUESTIONS = [
+    "Who is the main character, and what does she want?",
+    "Where does the story take place?",
+    "Which letters are written, and by whom?",
+    "Who marries whom?",
+    "What is the weather like when the story begins?",
+    "Which journeys are made, and why?",
+    "Who is the oldest person mentioned?",
+    "What does the heroine fear most?",
+]
+WEATHER = QUESTIONS[4]
 
 
 def probe(adapter: str) -> dict[str, Any]:

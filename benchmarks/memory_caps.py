@@ -21,7 +21,8 @@ from pathlib import Path
 
 from app.services.llm import close_engines, engine_for
 from app.settings import Settings
-from benchmarks.run import QUESTIONS, book_prefix, table
+from benchmarks.adapter_probe import QUESTIONS
+from benchmarks.run import book_prefix, table
 from inference.agent import AgentConfig, MemoryAgent
 from training.tasks import contract_tasks
 from training.verifier import sub_em

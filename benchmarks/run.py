@@ -1,7 +1,8 @@
 """Longread's reading benchmarks in one command: `make bench` (= .venv/bin/python -m benchmarks.run).
 
 1. throughput: document tokens/s, aggregate, for 8 questions reading one document together and for the
-   same 8 read one at a time
+   same 8 read one at a time, and how many each side answers right; the questions are hand-written ones on
+   the held-out novel (Little Women), whose evidence lies in the excerpt read
 2. linear: seconds per 1K document tokens and peak RSS at 8K, 32K and 128K-token documents
 3. reference: our loop against MemAgent's reference loop (benchmarks/reference_loop.py) on the same
    vLLM server, model and documents: throughput and sub-EM on planted facts at 2K, 8K and 16K tokens
@@ -43,21 +44,18 @@ from benchmarks.reference_loop import read_reference
 from inference.agent import extract_boxed, holds_nothing
 from inference.chunking import token_starts
 from inference.vllm_server import group_pids, proc_stat
+from training.book_questions import QUESTIONS_DIR, BookQuestion, load_questions, squash
 from training.tasks import BOOKS_DIR
+from training.verifier import sub_em as strict_sub_em
 
 RESULTS = Path(__file__).resolve().parents[1] / "runs" / "benchmarks"  # git-ignored; cite what you keep
 BOOKS = BOOKS_DIR
 LONG_BOOK = "pg37106.txt"  # the longest of the books: ~270K tokens
-QUESTIONS = [
-    "Who is the main character, and what does she want?",
-    "Where does the story take place?",
-    "Which letters are written, and by whom?",
-    "Who marries whom?",
-    "What is the weather like when the story begins?",
-    "Which journeys are made, and why?",
-    "Who is the oldest person mentioned?",
-    "What does the heroine fear most?",
-]
+#: Where the throughput and linear benchmarks take their questions: the hand-written Little Women questions
+#: (`training/questions/pg37106.jsonl`). Little Women is held out, so no training set holds these questions or
+#: reads their book; the benchmark's earlier 8 generic questions were close to what the open-question rounds
+#: trained on (issue 38).
+HELD_OUT_BOOK_QUESTIONS = QUESTIONS_DIR / "pg37106.jsonl"
 
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -232,41 +230,56 @@ def book_prefix(tokenizer, tokens: int) -> str:  # noqa: ANN001
     return text[: starts[tokens]] if tokens < len(starts) else text
 
 
+def book_questions(text: str, n: int) -> list[BookQuestion]:
+    """The first `n` held-out Little Women questions whose evidence lies in `text` (an excerpt from the start)."""
+    body = squash(text)
+    found = [q for q in load_questions(HELD_OUT_BOOK_QUESTIONS) if squash(q.evidence) in body][:n]
+    if len(found) < n:
+        raise SystemExit(f"only {len(found)} held-out questions have their evidence in this excerpt; read more tokens")
+    return found
+
+
 # --- the three benchmarks ------------------------------------------------------------------------
 def bench_throughput(app: App, doc_tokens: int, templates: list[str], n: int, cache: dict):  # noqa: ANN201
     """n questions read together against the same n read one at a time (the mean run is the 1-question row):
     what one question costs depends on what its memory keeps, so the first question alone is no baseline."""
+    questions = book_questions(book_prefix(app.tokenizer, doc_tokens), n)
+    texts = [q.question for q in questions]
     for template in templates:
-        alone = [_book_run(app, doc_tokens, template, [q], cache) for q in QUESTIONS[:n]]
-        together = _book_run(app, doc_tokens, template, QUESTIONS[:n], cache)
+        alone = [_book_run(app, doc_tokens, template, [q], cache) for q in texts]
+        together = _book_run(app, doc_tokens, template, texts, cache)
         tokens = together["doc_tokens"]
+        # a short memory is only worth it if it is right: the strict verifier on each side's answers
+        right_alone = [strict_sub_em(r["answers"][0], q.answers) for r, q in zip(alone, questions)]
+        right_together = [strict_sub_em(a, q.answers) for a, q in zip(together["answers"], questions)]
         print(f"  {n} together, tokens of each question's memories and answer:", flush=True)
-        for question, memories, answer in zip(QUESTIONS, together["memory_tokens"], together["answer_tokens"]):
+        for question, memories, answer in zip(texts, together["memory_tokens"], together["answer_tokens"]):
             print(f"    {question!r}: memories {memories}, answer {answer}", flush=True)
         single = None
-        for questions, runs in ((1, alone), (n, [together])):
-            measured = {k: (sum(r[k] for r in runs) / len(runs) if all(r.get(k) is not None for r in runs) else None)
-                        for k in MEASURED}  # fmt: skip
+        for k, runs, right in ((1, alone, right_alone), (n, [together], right_together)):
+            measured = {key: (sum(r[key] for r in runs) / len(runs) if all(r.get(key) is not None for r in runs)
+                              else None) for key in MEASURED}  # fmt: skip
             row = {
                 "template": template,
-                "questions": questions,
+                "questions": k,
                 "runs": len(runs),
                 "doc_tokens": tokens,
                 **measured,
-                "tokens_per_s": questions * tokens / measured["wall_s"],
-                "tokens_per_cpu_s": questions * tokens / measured["cpu_s"],
+                "tokens_per_s": k * tokens / measured["wall_s"],
+                "tokens_per_cpu_s": k * tokens / measured["cpu_s"],
+                "right": sum(right),
             }
-            if questions == n:  # what the reader kept and answered: a short memory is only worth it if it is right
+            if k == n:  # what the reader kept and answered
                 row["read"] = [
-                    {"question": q, "final_memory": m, "answer": a}
-                    for q, m, a in zip(QUESTIONS, together["final_memories"], together["answers"])
+                    {"question": q.question, "gold": list(q.answers), "final_memory": m, "answer": a}
+                    for q, m, a in zip(questions, together["final_memories"], together["answers"])
                 ]
             single = single or row
             row["speedup"] = row["tokens_per_s"] / single["tokens_per_s"]
             row["speedup_cpu"] = row["tokens_per_cpu_s"] / single["tokens_per_cpu_s"]
             print(
-                f"  throughput {template} x{questions} ({len(runs)} run(s)): {row['tokens_per_s']:.0f} doc tok/s, "
-                f"{row['tokens_per_cpu_s']:.1f} per CPU s",
+                f"  throughput {template} x{k} ({len(runs)} run(s)): {row['tokens_per_s']:.0f} doc tok/s, "
+                f"{row['tokens_per_cpu_s']:.1f} per CPU s, right {sum(right)}/{n}",
                 flush=True,
             )
             yield row
@@ -274,7 +287,8 @@ def bench_throughput(app: App, doc_tokens: int, templates: list[str], n: int, ca
 
 def bench_linear(app: App, sizes: list[int], template: str, n: int, cache: dict):  # noqa: ANN201
     for size in sizes:
-        run = _book_run(app, size, template, QUESTIONS[:n], cache)
+        questions = [q.question for q in book_questions(book_prefix(app.tokenizer, size), n)]
+        run = _book_run(app, size, template, questions, cache)
         row = {
             "template": template,
             "questions": n,
@@ -602,7 +616,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--reference-templates", default="chunk-first", help="reference: template sets of our loop (comma-separated)"
     )
-    parser.add_argument("--doc-tokens", type=int, default=4096, help="throughput: document size")
+    parser.add_argument("--doc-tokens", type=int, default=8192, help="throughput: document size (tokens)")
     parser.add_argument("--questions", type=int, default=8, help="throughput and linear: questions at once")
     parser.add_argument("--sizes", default="8192,32768,131072", help="linear: document sizes (tokens)")
     parser.add_argument("--lengths", default="2048,8192,16384", help="reference: document sizes (tokens)")

@@ -7,10 +7,12 @@ import time
 
 import pytest
 
-from benchmarks.planted_facts import BOOKS, build_documents, normalize
+from benchmarks.planted_facts import BOOKS, build_documents, load_book, normalize
 from benchmarks.reference_loop import read_reference
-from benchmarks.run import cpu_seconds, table
+from benchmarks.run import HELD_OUT_BOOK_QUESTIONS, LONG_BOOK, book_questions, cpu_seconds, table
 from tests.conftest import LIGHTHOUSE
+from training.book_questions import load_questions, squash
+from training.tasks import HELD_OUT_BOOKS
 
 
 def test_planted_documents_hold_every_fact_once_and_nothing_else_answers(tokenizer):
@@ -63,3 +65,15 @@ def test_cpu_seconds_count_work_not_waiting():
     worked = cpu_seconds("self") - before - slept
     assert slept < 0.25
     assert 0.4 <= worked < 1.0
+
+
+def test_the_throughput_questions_are_held_out_and_answered_inside_the_excerpt():
+    text = load_book(BOOKS / LONG_BOOK)
+    excerpt = text[: len(text) // 40]
+    questions = book_questions(excerpt, 3)
+    assert [q.book for q in questions] == [LONG_BOOK] * 3 and LONG_BOOK.removesuffix(".txt") in HELD_OUT_BOOKS
+    assert all(squash(q.evidence) in squash(excerpt) for q in questions)
+    in_file_order = [q for q in load_questions(HELD_OUT_BOOK_QUESTIONS) if squash(q.evidence) in squash(excerpt)]
+    assert questions == in_file_order[:3]
+    with pytest.raises(SystemExit, match="read more tokens"):  # too short an excerpt for 8
+        book_questions(text[:20_000], 8)
