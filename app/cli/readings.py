@@ -57,7 +57,7 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
                                            enqueue=server is not None, user=local_admin(settings))]  # fmt: skip
     except (readings.ReadingError, NotFound) as exc:
         raise SystemExit(f"longread ask: {exc}") from None
-    read = read_to_end(settings, "ask", ids, server)
+    read = read_to_end(settings, "ask", ids, server, args.in_process)
     if read is None:
         return 130
     _print_read(*read, args.json)
@@ -85,12 +85,15 @@ def _show_progress(progress, views: list[ReadingView]) -> None:  # noqa: ANN001 
     progress.update(min(v.cursor for v in views), max(totals) if totals else None)
 
 
-def read_to_end(settings: Settings, command: str, ids: list[int], server) -> tuple[list[ReadingView], str] | None:  # noqa: ANN001 - a Health, or None
+def read_to_end(settings: Settings, command: str, ids: list[int], server,  # noqa: ANN001 - a Health, or None
+                in_process: bool = False) -> tuple[list[ReadingView], str] | None:  # fmt: skip
     """Readings to the end, chunk k of K on stderr when it is a terminal: read in this process when `server` is
-    None, else followed while the server's worker reads them. Says which on stderr. Returns the readings and how
-    long they took ("in 2.0 s", "by the server's worker in …"), or None when Ctrl-C stopped following."""
+    None (no worker runs, or `in_process` asked for it), else followed while the server's worker reads them. Says
+    which, and why, on stderr. Returns the readings and how long they took ("in 2.0 s", "by the server's worker in
+    …"), or None when Ctrl-C stopped following."""
     if server is None:
-        print(f"longread {command}: reading in this process (no server's worker is running)", file=sys.stderr)
+        why = "as --in-process asks" if in_process else "no server's worker is running"
+        print(f"longread {command}: reading in this process ({why})", file=sys.stderr)
         return _read_here(settings, ids)
     which = ", ".join(map(str, ids)) if len(ids) <= 5 else f"{ids[0]} to {ids[-1]}"  # a review asks 41
     print(f"longread {command}: submitted to the running server's queue: {server.summary()} "

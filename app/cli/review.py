@@ -28,7 +28,7 @@ def cmd_review(settings: Settings, args: argparse.Namespace) -> int:
                                 enqueue=server is not None, user=me)  # fmt: skip
     except (review.ReadingError, NotFound) as exc:
         raise SystemExit(f"longread review: {exc}") from None
-    read = read_to_end(settings, "review", [r.reading_id for r in started.rows], server)
+    read = read_to_end(settings, "review", [r.reading_id for r in started.rows], server, args.in_process)
     if read is None:
         return 130
     view = review.filtered(review.show_review(settings, started.id, user=me), args.only)

@@ -103,6 +103,14 @@ def test_ask_json_stays_one_object_on_stdout_while_a_bar_counts_chunks_on_stderr
     assert "ETA" in err
 
 
+def test_ask_in_process_says_it_was_asked_to_read_here(run, tmp_path):
+    path = tmp_path / "ledger.txt"
+    path.write_text(TEXT, encoding="utf-8")
+    code, out, err = run("ask", str(path), "-q", "How many ships?", "--chunk-tokens", "120", "--in-process", "--json")
+    assert code == 0 and json.loads(out)["readings"][0]["answer"] == "59 ships"
+    assert "reading in this process (as --in-process asks)" in err and "no server's worker" not in err
+
+
 def test_cancel_and_retry_from_the_command_line(run, settings):
     doc, _ = documents.add_document(settings, "ledger.txt", TEXT.encode())
     (r,) = readings.ask(settings, doc.id, ["How many ships?"], 120, enqueue=False)
