@@ -21,6 +21,7 @@ runs/benchmarks/bench.json and the plots to runs/benchmarks/*.png (`--out` elsew
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import tempfile
@@ -221,16 +222,22 @@ class App:
             }
 
 
+@functools.cache
+def _long_book(tokenizer) -> tuple[str, list[int]]:  # noqa: ANN001
+    """The long novel's body and its token starts, tokenised once per tokenizer (every excerpt cuts from it)."""
+    text = load_book(BOOKS / LONG_BOOK)
+    return text, token_starts(text, tokenizer)
+
+
 def book_prefix(tokenizer, tokens: int) -> str:  # noqa: ANN001
     """The first `tokens` tokens of the long novel's body."""
-    text = load_book(BOOKS / LONG_BOOK)
-    starts = token_starts(text, tokenizer)
+    text, starts = _long_book(tokenizer)
     if tokens > len(starts):
         raise SystemExit(f"{LONG_BOOK} has only {len(starts)} tokens")
     return text[: starts[tokens]] if tokens < len(starts) else text
 
 
-def book_questions(text: str, n: int) -> list[BookQuestion]:
+def held_out_questions(text: str, n: int) -> list[BookQuestion]:
     """The first `n` held-out Little Women questions whose evidence lies in `text` (an excerpt from the start)."""
     body = squash(text)
     found = [q for q in load_questions(HELD_OUT_BOOK_QUESTIONS) if squash(q.evidence) in body][:n]
@@ -243,7 +250,7 @@ def book_questions(text: str, n: int) -> list[BookQuestion]:
 def bench_throughput(app: App, doc_tokens: int, templates: list[str], n: int, cache: dict):  # noqa: ANN201
     """n questions read together against the same n read one at a time (the mean run is the 1-question row):
     what one question costs depends on what its memory keeps, so the first question alone is no baseline."""
-    questions = book_questions(book_prefix(app.tokenizer, doc_tokens), n)
+    questions = held_out_questions(book_prefix(app.tokenizer, doc_tokens), n)
     texts = [q.question for q in questions]
     for template in templates:
         alone = [_book_run(app, doc_tokens, template, [q], cache) for q in texts]
@@ -287,7 +294,7 @@ def bench_throughput(app: App, doc_tokens: int, templates: list[str], n: int, ca
 
 def bench_linear(app: App, sizes: list[int], template: str, n: int, cache: dict):  # noqa: ANN201
     for size in sizes:
-        questions = [q.question for q in book_questions(book_prefix(app.tokenizer, size), n)]
+        questions = [q.question for q in held_out_questions(book_prefix(app.tokenizer, size), n)]
         run = _book_run(app, size, template, questions, cache)
         row = {
             "template": template,

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.planted_facts import BOOKS, build_documents, load_book, normalize
 from benchmarks.reference_loop import read_reference
-from benchmarks.run import HELD_OUT_BOOK_QUESTIONS, LONG_BOOK, book_questions, cpu_seconds, table
+from benchmarks.run import HELD_OUT_BOOK_QUESTIONS, LONG_BOOK, cpu_seconds, held_out_questions, table
 from tests.conftest import LIGHTHOUSE
 from training.book_questions import load_questions, squash
 from training.tasks import HELD_OUT_BOOKS
@@ -70,10 +70,10 @@ def test_cpu_seconds_count_work_not_waiting():
 def test_the_throughput_questions_are_held_out_and_answered_inside_the_excerpt():
     text = load_book(BOOKS / LONG_BOOK)
     excerpt = text[: len(text) // 40]
-    questions = book_questions(excerpt, 3)
+    questions = held_out_questions(excerpt, 3)
     assert [q.book for q in questions] == [LONG_BOOK] * 3 and LONG_BOOK.removesuffix(".txt") in HELD_OUT_BOOKS
     assert all(squash(q.evidence) in squash(excerpt) for q in questions)
     in_file_order = [q for q in load_questions(HELD_OUT_BOOK_QUESTIONS) if squash(q.evidence) in squash(excerpt)]
     assert questions == in_file_order[:3]
     with pytest.raises(SystemExit, match="read more tokens"):  # too short an excerpt for 8
-        book_questions(text[:20_000], 8)
+        held_out_questions(text[:20_000], 8)
