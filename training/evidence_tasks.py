@@ -2,7 +2,7 @@
 
 The SFT targets come from `training.tasks.oracle_memories`: the memory stays empty before the chunk that holds
 the evidence, then holds it through every later chunk; the answer is the gold. This module only chooses the
-questions and cuts their documents. Five groups (`GROUPS`), drawn in turn so that each is drawn equally often
+questions and cuts their documents. Six groups (`GROUPS`), drawn in turn so that each is drawn equally often
 (a config that lists a group twice draws it twice as often):
 
 - `contract-extract`: the 8 extraction categories of `contracts-train/cases.jsonl` (title, parties, dates,
@@ -12,12 +12,17 @@ questions and cuts their documents. Five groups (`GROUPS`), drawn in turn so tha
 - `contract-clause`: the 33 yes/no clause categories, Yes and No drawn equally often (about one answer in five is
   Yes, and a reader that always says No scores 50% balanced accuracy). Yes: the first marked clause is the
   evidence, cut at a sentence or word end to `CLAUSE_CHARS` (the memory holds the clause, not the contract).
-  No: no evidence, the memory stays empty and the answer is `No`. Its kind is `ABSENT` ("the document holds no
-  such clause") because `with_answer_evidence` would take the word "No" anywhere in a contract as evidence.
+  No: no evidence, the memory stays empty and the answer is `No`, on a window anywhere in the contract (from its
+  start only, the reader would learn that a window from the middle, full of clauses, means Yes). Its kind is
+  `ABSENT` ("the document holds no such clause") because `with_answer_evidence` would take the word "No" anywhere
+  in a contract as evidence.
 - `book`: the "Who says ..." questions made from dialogue tags (`training.book_questions`), on the training novels
   only: Little Women (`HELD_OUT_BOOKS`) is never read. The hand-written questions of `training/questions/*.jsonl`
   are the `books` suite's, dev on these novels, so none of them is drawn, nor a made question whose passage
   overlaps one of theirs. Their evidence is written whitespace-collapsed; it is found verbatim in the text.
+- `clause-twin`: a Yes clause's window with every passage the annotators marked for its category cut out, answered
+  `No` with an empty memory (kind `ABSENT`): the same text but the clause, so that a clause like the one asked
+  about is not enough to write it down (the planted facts' twins do this for planted facts).
 - `planted`: facts planted in the training novels (`synthetic_tasks`, the four `KINDS`).
 - `absent`: questions the document does not answer, only look-alikes of their facts (`synthetic_tasks`, `ABSENT`).
 
@@ -65,9 +70,9 @@ from training.tasks import (
 from training.tasks.books import _book, book_text
 from training.tasks.cuad_questions import EXTRACT, YES_NO
 
-CONTRACT_EXTRACT, CONTRACT_CLAUSE, BOOK, PLANTED, ABSENT_GROUP = (
-    "contract-extract", "contract-clause", "book", "planted", "absent")  # fmt: skip
-GROUPS: tuple[str, ...] = (CONTRACT_EXTRACT, CONTRACT_CLAUSE, BOOK, PLANTED, ABSENT_GROUP)
+CONTRACT_EXTRACT, CONTRACT_CLAUSE, CLAUSE_TWIN, BOOK, PLANTED, ABSENT_GROUP = (
+    "contract-extract", "contract-clause", "clause-twin", "book", "planted", "absent")  # fmt: skip
+GROUPS: tuple[str, ...] = (CONTRACT_EXTRACT, CONTRACT_CLAUSE, CLAUSE_TWIN, BOOK, PLANTED, ABSENT_GROUP)
 #: Most characters of a Yes clause's evidence: the memory (`memory_tokens`, 128 in the small preset) holds it.
 CLAUSE_CHARS = 300
 #: Tokens kept between the evidence read first and its chunk's edges: a window tokenised on its own may start
@@ -86,6 +91,8 @@ class Question:
     answers: tuple[str, ...]
     evidence: tuple[str, ...]
     kind: str
+    #: a Yes clause's passages as the annotators marked them (all of its category's), cut out of its twin
+    marked: tuple[str, ...] = ()
 
 
 def _at_word_bounds(document: str, evidence: str) -> bool:
@@ -154,7 +161,8 @@ def contract_questions(contracts_dir: Path = CONTRACTS_TRAIN_DIR,
                 questions.append(Question(qid, CONTRACT_CLAUSE, case["id"], qa["question"], ("No",), (), ABSENT))
             elif qa["kind"] == YES_NO and found:
                 questions.append(Question(qid, CONTRACT_CLAUSE, case["id"], qa["question"], ("Yes",),
-                                          (clause_excerpt(found[0]),), f"clause:{qa['category']}"))  # fmt: skip
+                                          (clause_excerpt(found[0]),), f"clause:{qa['category']}",
+                                          tuple(e for e in qa["evidence"] if e)))  # fmt: skip
             elif qa["kind"] == EXTRACT and found:
                 answers = (answer,)
                 if qa["category"] == "Parties" and (short := without_aliases(answer)) != answer:
@@ -164,14 +172,37 @@ def contract_questions(contracts_dir: Path = CONTRACTS_TRAIN_DIR,
     return texts, questions
 
 
+def _loose(quote: str) -> re.Pattern[str]:
+    """`quote` as a pattern that matches it whatever whitespace stands between its words."""
+    return re.compile(r"\s+".join(map(re.escape, quote.split())))
+
+
 def verbatim(text: str, quote: str) -> str | None:
     """The passage of `text` that `quote` (written with its whitespace collapsed) was copied from; None if absent.
 
     >>> verbatim("He said,\\n  'Go home.'", "said, 'Go home.'")
     "said,\\n  'Go home.'"
     """
-    m = re.search(r"\s+".join(map(re.escape, quote.split())), text)
+    m = _loose(quote).search(text)
     return m[0] if m else None
+
+
+def cut_out(text: str, start: int, end: int, passages: Sequence[str]) -> str:
+    """`text[start:end]` less every occurrence (in all of `text`) of each of `passages`, whitespace-insensitive:
+    a passage that runs over the window's edge is cut from it as well.
+
+    >>> cut_out("A. Licensee shall not sell. B. Fees.", 0, 36, ["Licensee  shall not", "sell."])
+    'A.   B. Fees.'
+    >>> cut_out("A. Licensee shall not sell. B.", 10, 30, ["Licensee shall"])
+    ' not sell. B.'
+    """
+    spans = sorted(m.span() for p in passages if p.split() for m in _loose(p).finditer(text))
+    kept, at = [], start
+    for a, b in spans:
+        if b > at and a < end:
+            kept.append(text[at : max(a, at)])
+            at = max(at, b)
+    return "".join(kept) + text[at:end] if at < end else "".join(kept)
 
 
 def book_questions(books: Sequence[str] = TRAIN_BOOKS, books_dir: Path = BOOKS_DIR,
@@ -256,6 +287,8 @@ class EvidenceTasks:
         return [self.task(groups[p % len(groups)], rng, doc_tokens) for p in places]
 
     def task(self, group: str, rng: random.Random, doc_tokens: int) -> Task:
+        if group == CLAUSE_TWIN:
+            return self.twin(rng, doc_tokens)
         if group in (PLANTED, ABSENT_GROUP):
             kinds = list(KINDS) if group == PLANTED else [ABSENT]
             return synthetic_tasks(self.tokenizer, "train", doc_tokens, 1, seed=rng.randrange(2**31), kinds=kinds,
@@ -279,13 +312,31 @@ class EvidenceTasks:
             self._starts[source] = array("l", starts)
         return self._starts[source]
 
+    def twin(self, rng: random.Random, doc_tokens: int) -> Task:
+        """A Yes clause's window with all its category's marked passages cut out: same text, no clause, No."""
+        yes = [q for q in self.questions[CONTRACT_CLAUSE] if q.marked]
+        for _ in range(100):
+            q = rng.choice(yes)
+            if (span := self._span(q, rng, doc_tokens)) is not None:
+                document = cut_out(self.texts[q.source], *span, q.marked)
+                return Task(f"{q.id}:twin", document, q.question, ("No",), (), ABSENT,
+                            count_tokens(self.tokenizer, document))  # fmt: skip
+        raise RuntimeError(f"no Yes clause fits a {doc_tokens}-token window in 100 draws")
+
     def window(self, q: Question, rng: random.Random, doc_tokens: int) -> Task | None:
         """`q` on a window of its document of at most `doc_tokens` tokens (whole chunks of `chunk_tokens`) that
         holds all its evidence, the evidence read first inside one chunk at a random one of the places that allow
         it (module docstring); None when none does (the evidence spans more than the window)."""
+        span = self._span(q, rng, doc_tokens)
+        if span is None:
+            return None
+        document = self.texts[q.source][slice(*span)]
+        return Task(q.id, document, q.question, q.answers, q.evidence, q.kind, count_tokens(self.tokenizer, document))
+
+    def _span(self, q: Question, rng: random.Random, doc_tokens: int) -> tuple[int, int] | None:
+        """The characters [start, end) of `window`'s window; a question without evidence gets one anywhere."""
         text, starts = self.texts[q.source], self._token_starts(q.source)
         n, size, c = len(starts), max(doc_tokens, self.chunk_tokens), self.chunk_tokens
-        s = 0
         if q.evidence:
             spans = [(text.find(e), text.find(e) + len(e)) for e in q.evidence]
             spans = [(max(0, bisect_right(starts, a) - 1), bisect_left(starts, b)) for a, b in spans]  # token spans
@@ -296,9 +347,9 @@ class EvidenceTasks:
                 return None
             low, high = rng.choice(places)
             s = rng.randint(low, high)
-        end = starts[s + size] if s + size < n else len(text)
-        document = text[starts[s] if s else 0 : end]
-        return Task(q.id, document, q.question, q.answers, q.evidence, q.kind, count_tokens(self.tokenizer, document))
+        else:
+            s = rng.randint(0, max(0, n - size))
+        return (starts[s] if s else 0, starts[s + size] if s + size < n else len(text))
 
 
 def _window_starts(first_a: int, first_b: int, all_a: int, all_b: int, n: int, size: int,

@@ -23,6 +23,7 @@ from training.evidence_tasks import (
     EvidenceTasks,
     book_questions,
     clause_excerpt,
+    cut_out,
 )
 from training.tasks import (
     ABSENT,
@@ -52,6 +53,8 @@ def source(tokenizer):
 
 
 def group_of(task: Task) -> str:
+    if task.id.endswith(":twin"):
+        return "clause-twin"
     if task.kind.startswith("contract:"):
         return "contract-extract"
     if task.kind.startswith("clause:") or (task.kind == ABSENT and task.id.startswith("cuad-train-")):
@@ -122,11 +125,38 @@ def test_no_clause_tasks_answer_no_and_the_memory_stays_empty(source, tokenizer)
         assert oracle_answer(t) == "\\boxed{No}"
 
 
+def test_no_clause_windows_lie_anywhere_in_their_contract_not_only_at_its_start(source):
+    drawn = [t for t in _draw(source, "contract-clause", 60, seed=10) if t.answers == ("No",)]
+    starts = [source.texts[t.id.split(":")[0]].find(t.document[:300]) for t in drawn]
+    assert min(starts) >= 0 and sum(at > 0 for at in starts) > len(drawn) // 2, starts  # cut from the contract
+
+
+def test_a_clause_twin_is_a_yes_window_with_the_clause_cut_out_answered_no(source, tokenizer):
+    twins = _draw(source, "clause-twin", 20, seed=11)
+    yes = {q.id: q for q in source.questions["contract-clause"] if q.answers == ("Yes",)}
+    for t in twins:
+        q = yes[t.id.removesuffix(":twin")]
+        assert (t.answers, t.evidence, t.kind) == (("No",), (), ABSENT) and t.doc_tokens <= WINDOW
+        text = source.texts[q.source]
+        assert q.evidence[0] in text and not any(_squash(m) in _squash(t.document) for m in q.marked)
+        assert t.document[:50] in text or t.document[-50:] in text  # what is left is the contract's own text
+        chunks = [c.text(t.document) for c in split_into_chunks(t.document, tokenizer, CHUNK)]
+        assert set(oracle_memories(t, chunks)) == {NO_EVIDENCE_MEMORY} and oracle_answer(t) == "\\boxed{No}"
+    assert len({t.id for t in twins}) > 15
+
+
+def test_cut_out_removes_every_occurrence_whatever_the_spacing_and_across_the_window_edge():
+    text = "1. Exclusivity. Licensee shall buy only from Licensor.\n2. Fees. Licensee shall\nbuy only from Licensor."
+    assert cut_out(text, 0, len(text), ["Licensee shall buy only from Licensor."]) == "1. Exclusivity. \n2. Fees. "
+    assert cut_out(text, 30, len(text), ["Licensee shall buy"]) == " only from Licensor.\n2. Fees.  only from Licensor."
+    assert cut_out(text, 0, 10, []) == text[:10]
+
+
 def test_groups_are_drawn_equally_often_and_clauses_yes_and_no_alike(source):
     counts = source.counts()
     assert counts["contract-clause:Yes"] + counts["contract-clause:No"] == counts["contract-clause"]
     assert counts["contract-extract"] > 1400 and counts["contract-clause:Yes"] > 2000 and counts["book"] > 100
-    tasks = source.draw(GROUPS, 0, 30, random.Random(4), WINDOW)
+    tasks = source.draw(GROUPS, 0, 36, random.Random(4), WINDOW)
     assert Counter(map(group_of, tasks)) == {g: 6 for g in GROUPS}
     answers = Counter(t.answers[0] for t in _draw(source, "contract-clause", 60, seed=5))
     assert set(answers) == {"Yes", "No"} and 18 <= answers["Yes"] <= 42  # half and half, not one in five
@@ -181,8 +211,9 @@ def test_only_the_groups_asked_for_are_loaded(tokenizer):
 def test_the_real_config_draws_every_group_each_step_the_same_way_twice(tokenizer):
     config = load_config(CONFIG)
     data = TaskSource(config.data, tokenizer, config.seed, reading=AgentConfig.of(config))
+    groups = config.data.evidence_groups
     step = data.draw(3, config.sft_samples_per_step)
-    assert Counter(map(group_of, step)) == {g: config.sft_samples_per_step // len(GROUPS) for g in GROUPS}
+    assert Counter(map(group_of, step)) == {g: config.sft_samples_per_step // len(groups) for g in groups}
     assert [t.id for t in data.draw(3, config.sft_samples_per_step)] == [t.id for t in step]
     with pytest.raises(ValueError, match="reading sizes"):
         TaskSource(config.data, tokenizer, config.seed)
