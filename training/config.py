@@ -86,7 +86,8 @@ class DataConfig(BaseModel):
         [],
         description="Real questions with their evidence (training/evidence_tasks.py), drawn in turn, each as often "
         "as it is listed: `contract-extract` (the 8 extraction categories of contracts-train), `contract-clause` (its "
-        "33 yes/no clause categories, Yes and No equally often), `book` (questions on the training novels), `planted` "
+        "33 yes/no clause categories, Yes and No equally often), `clause-twin` (a Yes clause's window with the clause "
+        "cut out, answered No), `book` (questions on the training novels), `planted` "
         "(planted facts), `absent` (questions the document does not answer). Real documents are cut to windows of "
         "the curriculum's length around their evidence; the clauses suite's contracts are never read. Empty for none.",
     )

@@ -18,6 +18,7 @@ from training.algorithms import clipped_policy_loss, group_advantages, informati
         "training.algorithms",
         "training.verifier",
         "training.data",
+        "training.evidence_tasks",
         "training.tasks.contracts",
         "training.tasks.feedback",
         "training.tasks.oracle",
