@@ -16,13 +16,13 @@ questions and cuts their documents. Six groups (`GROUPS`), drawn in turn so that
   start only, the reader would learn that a window from the middle, full of clauses, means Yes). Its kind is
   `ABSENT` ("the document holds no such clause") because `with_answer_evidence` would take the word "No" anywhere
   in a contract as evidence.
+- `clause-twin`: a Yes clause's window with every passage the annotators marked for its category cut out, answered
+  `No` with an empty memory (kind `ABSENT`): the same text but the clause, so that a clause like the one asked
+  about is not enough to write it down (the planted facts' twins do this for planted facts).
 - `book`: the "Who says ..." questions made from dialogue tags (`training.book_questions`), on the training novels
   only: Little Women (`HELD_OUT_BOOKS`) is never read. The hand-written questions of `training/questions/*.jsonl`
   are the `books` suite's, dev on these novels, so none of them is drawn, nor a made question whose passage
   overlaps one of theirs. Their evidence is written whitespace-collapsed; it is found verbatim in the text.
-- `clause-twin`: a Yes clause's window with every passage the annotators marked for its category cut out, answered
-  `No` with an empty memory (kind `ABSENT`): the same text but the clause, so that a clause like the one asked
-  about is not enough to write it down (the planted facts' twins do this for planted facts).
 - `planted`: facts planted in the training novels (`synthetic_tasks`, the four `KINDS`).
 - `absent`: questions the document does not answer, only look-alikes of their facts (`synthetic_tasks`, `ABSENT`).
 
@@ -317,7 +317,7 @@ class EvidenceTasks:
         yes = [q for q in self.questions[CONTRACT_CLAUSE] if q.marked]
         for _ in range(100):
             q = rng.choice(yes)
-            if (span := self._span(q, rng, doc_tokens)) is not None:
+            if (span := self.window_span(q, rng, doc_tokens)) is not None:
                 document = cut_out(self.texts[q.source], *span, q.marked)
                 return Task(f"{q.id}:twin", document, q.question, ("No",), (), ABSENT,
                             count_tokens(self.tokenizer, document))  # fmt: skip
@@ -327,13 +327,13 @@ class EvidenceTasks:
         """`q` on a window of its document of at most `doc_tokens` tokens (whole chunks of `chunk_tokens`) that
         holds all its evidence, the evidence read first inside one chunk at a random one of the places that allow
         it (module docstring); None when none does (the evidence spans more than the window)."""
-        span = self._span(q, rng, doc_tokens)
+        span = self.window_span(q, rng, doc_tokens)
         if span is None:
             return None
         document = self.texts[q.source][slice(*span)]
         return Task(q.id, document, q.question, q.answers, q.evidence, q.kind, count_tokens(self.tokenizer, document))
 
-    def _span(self, q: Question, rng: random.Random, doc_tokens: int) -> tuple[int, int] | None:
+    def window_span(self, q: Question, rng: random.Random, doc_tokens: int) -> tuple[int, int] | None:
         """The characters [start, end) of `window`'s window; a question without evidence gets one anywhere."""
         text, starts = self.texts[q.source], self._token_starts(q.source)
         n, size, c = len(starts), max(doc_tokens, self.chunk_tokens), self.chunk_tokens
