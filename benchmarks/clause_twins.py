@@ -41,7 +41,7 @@ def main() -> None:
     source = EvidenceTasks(tokenizer, reading.chunk_tokens, reading.memory_tokens, c.answer_tokens,
                            exclude_contracts=others, groups=[CONTRACT_CLAUSE])  # fmt: skip
     rng = random.Random(0)
-    yes = [q for q in source.questions[CONTRACT_CLAUSE] if q.marked]
+    yes = source.clauses(yes=True)
     templates, keep = get_template_set(reading.template_set), target_ids(tokenizer, NO_EVIDENCE_MEMORY)
     pairs = []
     for q in rng.sample(yes, min(args.n, len(yes))):

@@ -296,8 +296,7 @@ class EvidenceTasks:
         for _ in range(100):
             pool = self.questions[group]
             if group == CONTRACT_CLAUSE:  # Yes and No equally often
-                yes = rng.random() < 0.5
-                pool = [q for q in pool if (q.answers == ("Yes",)) == yes] or pool
+                pool = self.clauses(yes=rng.random() < 0.5) or pool
             if not pool:
                 raise ValueError(f"group {group} has no questions")
             task = self.window(rng.choice(pool), rng, doc_tokens)
@@ -312,9 +311,13 @@ class EvidenceTasks:
             self._starts[source] = array("l", starts)
         return self._starts[source]
 
+    def clauses(self, yes: bool) -> list[Question]:
+        """The clause questions answered Yes (each with its marked passages), or those answered No."""
+        return [q for q in self.questions[CONTRACT_CLAUSE] if (q.answers == ("Yes",)) == yes]
+
     def twin(self, rng: random.Random, doc_tokens: int) -> Task:
         """A Yes clause's window with all its category's marked passages cut out: same text, no clause, No."""
-        yes = [q for q in self.questions[CONTRACT_CLAUSE] if q.marked]
+        yes = self.clauses(yes=True)
         for _ in range(100):
             q = rng.choice(yes)
             if (span := self.window_span(q, rng, doc_tokens)) is not None:
