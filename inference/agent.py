@@ -114,12 +114,20 @@ def _unlooped(line: str) -> str:
 
 def holds_nothing(memory: str | None) -> bool:
     """Whether a memory is the trained reader's empty one (`NO_EVIDENCE_MEMORY`): a reading ending with it
-    is answered `NOT_IN_DOCUMENT` without the model (`MemoryAgent.answer`).
+    is answered `NOT_IN_DOCUMENT` without the model (`MemoryAgent.answer`). Case, spacing and the full stop
+    do not matter: sampled at T 1.0 the reader wrote "No Relevant Information Yet." and the model, asked,
+    answered a clause question "Yes." from it.
 
     >>> holds_nothing("No relevant information yet.\\n"), holds_nothing(None), holds_nothing("The code is 42.")
     (True, False, False)
+    >>> holds_nothing("No Relevant Information  Yet"), holds_nothing("No relevant information yet. The code is 42.")
+    (True, False)
     """
-    return (memory or "").strip() == NO_EVIDENCE_MEMORY
+    return _plain(memory or "") == _plain(NO_EVIDENCE_MEMORY)
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.split()).rstrip(".").casefold()
 
 
 _BOXED = "\\boxed{"

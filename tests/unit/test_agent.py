@@ -72,6 +72,19 @@ def test_a_reading_that_found_nothing_answers_so_without_asking_the_model(tokeni
     assert [a.answer for a in agent.answer([("q", NO_EVIDENCE_MEMORY)])] == [NOT_IN_DOCUMENT] and not engine.calls
 
 
+def test_the_empty_memory_written_in_other_case_or_spacing_still_holds_nothing(tokenizer):
+    # Sampled at T 1.0 the reader wrote "No Relevant Information Yet."; asked, the model answered a clause
+    # question "Yes." from it (run grpo-real, step 6).
+    engine = FakeEngine(tokenizer, scripted)
+    agent = MemoryAgent(engine, AgentConfig(chunk_tokens=100, memory_tokens=20, answer_tokens=10))
+    memories = ["No Relevant Information Yet.", " no relevant  information yet", "No relevant information yet. Code 4"]
+    answers = agent.answer([("Which code?", m) for m in memories])
+    assert [a.answer for a in answers[:2]] == [NOT_IN_DOCUMENT, NOT_IN_DOCUMENT]
+    assert answers[2].answer == memories[2]  # evidence after the phrase is not nothing
+    ((messages, _),) = engine.calls
+    assert len(messages) == 1
+
+
 def test_a_yes_no_question_that_found_nothing_is_answered_no(tokenizer):
     # "Does it contain a non-compete?" read to the end with nothing found: the clause is not there, and the
     # answer says so with "No" first (what the strict verifier and the review's Yes/No filter read).
