@@ -24,7 +24,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from inference.templates import NO_EVIDENCE_MEMORY, NO_MEMORY, NOT_IN_DOCUMENT
+from inference.agent import holds_nothing
+from inference.templates import NO_MEMORY, NOT_IN_DOCUMENT
 from training.verifier import is_yes_no, mentions, normalize
 
 CORRECT, NEVER_ENTERED, OVERWRITTEN, ANSWER_MISSED = "correct", "never-entered", "overwritten", "answer-missed"
@@ -45,8 +46,8 @@ def unanswerable(golds: Sequence[str]) -> bool:
 
 
 def empty(memory: str) -> bool:
-    """A memory that keeps nothing: the reader's empty one, the starting one, or blank."""
-    return memory.strip() in ("", NO_EVIDENCE_MEMORY, NO_MEMORY)
+    """A memory that keeps nothing: the reader's empty one (as the agent judges it), the starting one, or blank."""
+    return memory.strip() in ("", NO_MEMORY) or holds_nothing(memory)
 
 
 def _content_words(text: str) -> set[str]:

@@ -54,6 +54,8 @@ def test_questions_the_document_does_not_answer():
     assert misses.where([NO_EVIDENCE_MEMORY], [NOT_IN_DOCUMENT], [], False) == "answer-missed"
     assert misses.where(["Payment within 30 days."], ["No"], [], False) == "kept-something"  # absent clause
     assert misses.where([NO_EVIDENCE_MEMORY], ["No"], [], True) == "correct"
+    # the empty memory in other capitals keeps nothing, as the agent judges it (inference.agent.holds_nothing)
+    assert misses.where(["No Relevant Information Yet"], ["No"], [], False) == "answer-missed"
 
 
 def _case(kind: str, answers: tuple[str, ...], memories: list[str], answer: str, evidence: tuple[str, ...] = ()):
