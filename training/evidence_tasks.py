@@ -241,10 +241,11 @@ class EvidenceTasks:
         self.tokenizer, self.chunk_tokens, self.books_dir = tokenizer, chunk_tokens, books_dir
         self.texts: dict[str, str] = {}
         loaded: list[Question] = []
-        if {CONTRACT_EXTRACT, CONTRACT_CLAUSE} & set(groups):  # contracts-train: 319 texts, 12,000 questions
+        wanted = {*groups, CONTRACT_CLAUSE} if CLAUSE_TWIN in groups else set(groups)  # a twin cuts a Yes clause
+        if {CONTRACT_EXTRACT, CONTRACT_CLAUSE} & wanted:  # contracts-train: 319 texts, 12,000 questions
             contract_texts, contracts = contract_questions(contracts_dir, frozenset(exclude_contracts))
             self.texts.update(contract_texts)
-            loaded += [q for q in contracts if q.group in groups]
+            loaded += [q for q in contracts if q.group in wanted]
         if BOOK in groups:
             book_texts, books_qs = book_questions(books, books_dir)
             self.texts.update(book_texts)

@@ -155,13 +155,22 @@ def date_mentions(text: str) -> list[Day]:
     >>> date_mentions("13/30/17 or 1116"), date_mentions("[ ]/[ ]/20[ ], or in May 2009")
     ([], [Day(month=None, day=None, year='20'), Day(month=5, day=None, year='2009')])
     """
+    return [day for _, day in dates_written(text)]
+
+
+def dates_written(text: str) -> list[tuple[str, Day]]:
+    """Each date of `date_mentions` with the words that write it (CUAD's blanks as `[]`).
+
+    >>> dates_written("entered into as of the 14th day of May, 1999 (the Effective Date)")
+    [('the 14th day of May, 1999', Day(month=5, day=14, year='1999'))]
+    """
     text = re.sub(r"\[\s*\]", "[]", text)
     taken: list[tuple[int, int, Day | None]] = []
     for form in _DATE_FORMS:
         for m in form.finditer(text):
             if not any(a < m.end() and m.start() < b for a, b, _ in taken):
                 taken.append((m.start(), m.end(), _day(m)))
-    return [d for _, _, d in sorted(taken, key=lambda t: t[0]) if d]
+    return [(text[a:b], d) for a, b, d in sorted(taken, key=lambda t: t[0]) if d]
 
 
 def as_date(text: str) -> Day | None:

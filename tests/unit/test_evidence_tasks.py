@@ -39,6 +39,7 @@ from training.tasks import (
     oracle_memories,
     with_answer_evidence,
 )
+from training.verifier import as_date
 
 CHUNK, WINDOW = 1024, 4096
 CASES = {r["id"]: r for r in map(json.loads, (CONTRACTS_TRAIN_DIR / "cases.jsonl").read_text().splitlines())}
@@ -143,6 +144,23 @@ def test_a_clause_twin_is_a_yes_window_with_the_clause_cut_out_answered_no(sourc
         chunks = [c.text(t.document) for c in split_into_chunks(t.document, tokenizer, CHUNK)]
         assert set(oracle_memories(t, chunks)) == {NO_EVIDENCE_MEMORY} and oracle_answer(t) == "\\boxed{No}"
     assert len({t.id for t in twins}) > 15
+
+
+def test_clause_twins_are_drawn_without_the_clause_group(tokenizer):
+    only = EvidenceTasks(tokenizer, CHUNK, 128, 32, exclude_contracts=EXCLUDED, groups=("clause-twin",))
+    twins = _draw(only, "clause-twin", 3, seed=5)
+    assert [t.id.endswith(":twin") and t.answers == ("No",) for t in twins] == [True] * 3
+
+
+def test_a_date_is_taught_as_its_contract_writes_it(source):
+    dated = [q for q in source.questions["contract-extract"] if as_date(q.answers[0])]
+    written = 0
+    for q in dated[:60]:
+        text = source.texts[q.source]
+        answer = oracle_answer(Task(q.id, text, q.question, q.answers, q.evidence, q.kind))[len("\\boxed{") : -1]
+        assert as_date(answer) == as_date(q.answers[0]) or answer == q.answers[0]  # the same day, or CUAD's
+        written += answer != q.answers[0] and answer in text
+    assert written > 30, written  # most CUAD dates ("5/14/99") are written otherwise in the contract
 
 
 def test_cut_out_removes_every_occurrence_whatever_the_spacing_and_across_the_window_edge():

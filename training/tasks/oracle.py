@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 from inference.templates import NO_EVIDENCE_MEMORY
 from training.tasks.base import ABSENT, Task, count_tokens
+from training.verifier import as_date, dates_written
 
 # --- oracle traces ------------------------------------------------------------------------------
 # Sentence ends: . ! ? (maybe closing a quote or bracket) before whitespace, or a blank line. A period
@@ -160,8 +161,21 @@ def with_answer_evidence(task: Task) -> Task | None:
 
 
 def oracle_answer(task: Task) -> str:
-    r"""The final answer a perfect reader writes: `\boxed{first gold answer}`."""
-    return f"\\boxed{{{task.answers[0]}}}"
+    r"""The final answer a perfect reader writes: `\boxed{first gold answer}`, a date as its evidence writes it.
+
+    CUAD writes its dates "5/14/99" where the contract says "the 14th day of May, 1999": taught the former, a
+    135M reader converted from its memory and got it wrong ("14/14/99", an invented "1/1/19"); copied, the
+    date scores the same (`training.verifier` compares dates by meaning).
+
+    >>> t = Task("t", "Made the 14th day of May, 1999.", "When?", ("5/14/99",), ("the 14th day of May, 1999",))
+    >>> oracle_answer(t), oracle_answer(replace(t, evidence=("Made in 1999",)))
+    ('\\boxed{the 14th day of May, 1999}', '\\boxed{5/14/99}')
+    """
+    gold = task.answers[0]
+    if day := as_date(gold):
+        written = (w for e in task.evidence for w, said in dates_written(e) if said.fits(day) and said.as_specific(day))
+        gold = next(written, gold)
+    return f"\\boxed{{{gold}}}"
 
 
 def with_doc_tokens(tasks: Sequence[Task], tokenizer: Any) -> list[Task]:
