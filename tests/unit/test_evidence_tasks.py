@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from inference.agent import AgentConfig
+from inference.agent import AgentConfig, extract_boxed
 from inference.chunking import split_into_chunks
 from training.config import load_config
 from training.data import TaskSource
@@ -157,7 +157,7 @@ def test_a_date_is_taught_as_its_contract_writes_it(source):
     written = 0
     for q in dated[:60]:
         text = source.texts[q.source]
-        answer = oracle_answer(Task(q.id, text, q.question, q.answers, q.evidence, q.kind))[len("\\boxed{") : -1]
+        answer = extract_boxed(oracle_answer(Task(q.id, text, q.question, q.answers, q.evidence, q.kind)))
         assert as_date(answer) == as_date(q.answers[0]) or answer == q.answers[0]  # the same day, or CUAD's
         written += answer != q.answers[0] and answer in text
     assert written > 30, written  # most CUAD dates ("5/14/99") are written otherwise in the contract
