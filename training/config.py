@@ -186,6 +186,20 @@ class TrainConfig(BaseModel):
         "(the fact replaces the echo) and at up to this many minus one chunks before it (the echo is dropped). "
         "The same lesson as `sft_corrections` for that one mistake, without reading the sample first.",
     )
+    sft_updates: Literal["all", "planted", "none"] = Field(
+        "all",
+        description="Which samples teach their memory updates: `all`; `none`, only the answer step (from the "
+        "oracle's final memory and `sft_passage_answers`), the reader keeping the memories it writes; `planted`, "
+        "the updates of planted facts and of questions with nothing to find (the memory stays empty) besides: "
+        "updates the reader already writes, rehearsed so that the answers taught do not move them.",
+    )
+    sft_passage_answers: bool = Field(
+        False,
+        description="Also teach each answer from a memory as the reader writes one: the text from the start of "
+        "the evidence's sentence, cut at `memory_tokens`, or from a sentence drawn at random when the document does "
+        "not answer (training/tasks, passage_memory). The reader keeps a contract's preamble, where the oracle keeps "
+        "only the title or the names; the answer step must pick them out, or find that they are not there.",
+    )
     sft_corrections: int = Field(
         0,
         ge=0,

@@ -61,11 +61,13 @@ from training.run_folder import (
 )
 from training.tasks import (
     NO_EVIDENCE_MEMORY,
+    SYNTHETIC_KINDS,
     Task,
     corrections,
     evidence_gains,
     oracle_answer,
     oracle_memories,
+    passage_memory,
     question_echo,
     with_answer_evidence,
 )
@@ -228,11 +230,18 @@ class Trainer:
             if policy and len(policy) == len(chunks):
                 fixes = corrections(memories, policy, chunks, self.config.sft_corrections, rng)
                 conversations += [(policy[k - 1] if k else None, k) for k in fixes]
-            for memory, k in conversations:
+            updates = self.config.sft_updates == "all" or (
+                self.config.sft_updates == "planted" and task.kind in SYNTHETIC_KINDS
+            )
+            for memory, k in conversations if updates else ():
                 (message,) = self.agent.update_messages([(task.question, memory, chunks[k])])
                 rows.append(Row(prompt_ids(self.tokenizer, message), target_ids(self.tokenizer, memories[k])))
-            (final,) = self.agent.final_messages([(task.question, memories[-1])])
-            rows.append(Row(prompt_ids(self.tokenizer, final), target_ids(self.tokenizer, oracle_answer(task))))
+            finals = [memories[-1]]
+            if self.config.sft_passage_answers:
+                finals.append(passage_memory(task, memories[-1], self.tokenizer, self.config.memory_tokens, rng))
+            for memory in filter(None, finals):
+                (final,) = self.agent.final_messages([(task.question, memory)])
+                rows.append(Row(prompt_ids(self.tokenizer, final), target_ids(self.tokenizer, oracle_answer(task))))
         return rows
 
     def sft_step(self) -> StepResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -185,6 +186,17 @@ def test_sft_rows_carry_evidence_and_take_a_feedback_answer_as_evidence(model_pa
     assert (
         fact in echoed[-1][0] and len(rows) == 1 + 2 + 1 + 1
     )  # the gain, 2 echoes before it, the echo at it, the answer
+
+    # the answer step alone: no memory update is taught; the answer from the oracle's memory and from the
+    # fact's passage as the reader keeps it (from its sentence on, to the memory's cap)
+    trainer.config.sft_echoes, trainer.config.sft_updates, trainer.config.sft_passage_answers = 0, "none", True
+    rows = trainer.sft_rows([planted])
+    prompts = [decode(r.prompt_ids) for r in rows]
+    assert targets(rows) == [r"\boxed{4417}"] * 2 and all("<section>" not in p for p in prompts)
+    assert f"<memory>\n{kept}\n</memory>" in prompts[0] and f"<memory>\n{fact} {filler[5]}" in prompts[1]
+    trainer.config.sft_updates = "planted"  # a planted fact's updates are rehearsed, a contract's are not
+    assert len(trainer.sft_rows([planted])) == 3 and len(trainer.sft_rows([replace(planted, kind="contract:X")])) == 2
+    trainer.config.sft_updates, trainer.config.sft_passage_answers = "all", False
 
     # a fact the document does not hold: keeps of the empty memory (no echoes: nothing replaces them), and the
     # answer that the document does not say; no answer sentence is looked for

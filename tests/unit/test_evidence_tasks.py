@@ -9,6 +9,7 @@ import json
 import random
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,7 @@ from training.tasks import (
     load_book,
     oracle_answer,
     oracle_memories,
+    passage_memory,
     with_answer_evidence,
 )
 from training.verifier import as_date
@@ -251,3 +253,37 @@ def test_kept_questions_fit_what_the_reader_may_write_and_parties_are_taught_by_
         gold_qa = next(qa for qa in CASES[q.source]["qa"] if qa["category"] == "Parties")
         alias = r"\([^()]*[\"\u201c]"  # a bracket that quotes a defined name: (the "Agent"), (\u201cFCE\u201d)
         assert gold == gold_qa["answer"] and re.search(alias, gold) and not re.search(alias, taught)
+
+
+def test_an_answer_is_also_taught_from_the_evidence_as_the_reader_keeps_it(source, tokenizer):
+    preamble = (
+        'This ENDORSEMENT AGREEMENT (the "Agreement") is made this 1st day of November, 2003 by and between '
+        + "Bruce Jenner, an individual with offices in California, " * 8
+        + "and The Right Solution, a Nevada corporation."
+    )
+    doc = f"Exhibit 10.1\n\nENDORSEMENT AGREEMENT\n\n{preamble} Other terms follow."
+    name = "ENDORSEMENT AGREEMENT"
+    title = Task("t", doc, "What is the title of this agreement?", (name,), (name,))
+    oracle = oracle_memories(title, [doc])[-1]
+    passage = passage_memory(title, oracle, tokenizer, 128, random.Random(0))
+    assert oracle == "ENDORSEMENT AGREEMENT"  # the heading: the oracle keeps the evidence alone
+    assert passage.startswith("ENDORSEMENT AGREEMENT This ENDORSEMENT AGREEMENT") and "Exhibit" not in passage
+    assert count_tokens(tokenizer, passage) == 128 and "Bruce Jenner" in passage  # the reader's capped preamble
+    # a gold the passage cannot support is not taught from it
+    assert passage_memory(replace(title, answers=("11/1/04",)), oracle, tokenizer, 128, random.Random(0)) is None
+    # a question the document does not answer: a passage from a sentence drawn at random (answered as its gold)
+    nothing = replace(title, question="Which law governs it?", answers=("The document does not say.",), evidence=())
+    drawn = {passage_memory(replace(nothing, kind=ABSENT), NO_EVIDENCE_MEMORY, tokenizer, 128, random.Random(seed))
+             for seed in range(6)}  # fmt: skip
+    assert len(drawn) > 1 and all(" ".join(doc.split()).find(p[:40]) >= 0 for p in drawn)
+    assert passage_memory(nothing, oracle, tokenizer, 128, random.Random(0)) is None  # no evidence, not ABSENT
+    # on drawn contract questions: most get one, each holds the oracle's memory and names the gold
+    tasks = _draw(source, "contract-extract", 40, seed=3)
+    taught = 0
+    for task in tasks:
+        memory = oracle_memories(task, [task.document])[-1]
+        if (passage := passage_memory(task, memory, tokenizer, 128, random.Random(1))) is not None:
+            taught += 1
+            assert all(line in passage for line in memory.split("\n"))
+            assert count_tokens(tokenizer, passage) <= 128
+    assert taught >= 25, taught

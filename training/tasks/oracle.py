@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from inference.templates import NO_EVIDENCE_MEMORY
 from training.tasks.base import ABSENT, Task, count_tokens
-from training.verifier import as_date, dates_written
+from training.verifier import as_date, dates_written, mentions
 
 # --- oracle traces ------------------------------------------------------------------------------
 # Sentence ends: . ! ? (maybe closing a quote or bracket) before whitespace, or a blank line. A period
@@ -27,21 +27,27 @@ def _is_end(document: str, m: re.Match) -> bool:
     return not (word in _ABBREVIATIONS or len(word) <= 1 or word.replace(".", "").isdigit())
 
 
-def _sentence_span(document: str, start: int, end: int, limit: int = 400) -> tuple[int, int]:
-    """Character span of the whole sentence holding document[start:end]; the evidence's own span
-    when that sentence is longer than `limit` characters (memories must stay short)."""
+def _sentence_start(document: str, start: int, limit: int = 400) -> int:
+    """Where the sentence holding document[start] begins, looking back at most `limit` characters."""
     left = max(0, start - limit)
     for m in _END.finditer(document, left, start):
         if _is_end(document, m):
             left = m.end()
+    while left < start and document[left].isspace():
+        left += 1
+    return left
+
+
+def _sentence_span(document: str, start: int, end: int, limit: int = 400) -> tuple[int, int]:
+    """Character span of the whole sentence holding document[start:end]; the evidence's own span
+    when that sentence is longer than `limit` characters (memories must stay short)."""
+    left = _sentence_start(document, start, limit)
     right = end
     # From the evidence's last character, so that evidence ending a sentence ends the span there.
     for m in _END.finditer(document, max(start, end - 1), min(len(document), end + limit)):
         if _is_end(document, m):
             right = max(end, m.start() if m[0].startswith("\n") else m.end())
             break
-    while left < start and document[left].isspace():
-        left += 1
     return (left, right) if right - left <= limit else (start, end)
 
 
@@ -68,6 +74,36 @@ def oracle_memories(task: Task, chunk_texts: Sequence[str]) -> list[str]:
         lines = dict.fromkeys(" ".join(task.document[a:b].split()) for a, b in spans)
         memories.append("\n".join(lines) if lines else NO_EVIDENCE_MEMORY)
     return memories
+
+
+def passage_memory(task: Task, memory: str, tokenizer: Any, tokens: int, rng: random.Random) -> str | None:
+    """A memory as the reader writes one: the document from a sentence's start on, whitespace collapsed, cut at
+    `tokens` tokens. The sentence is the one holding the first evidence, and the passage must then hold every
+    line of the oracle's final `memory` and name a gold answer (`verifier.mentions`: an answer it cannot support
+    would teach the reader to invent), else None. A question the document does not answer (`ABSENT`) gets a
+    sentence drawn with `rng`: a memory that holds text, none of it the answer, still answers that nothing was
+    found ("No" to a clause the contract lacks).
+
+    The oracle keeps the evidence's sentence, or only the evidence when the sentence is long, so a title was
+    taught from "ENDORSEMENT AGREEMENT" alone; the reader, reading a contract, keeps the preamble up to its
+    memory's cap ("This ENDORSEMENT AGREEMENT (the "Agreement") is made this 1st day of November, 2003 by and
+    between ...") and answered the title with a party's name. Taught from these passages, the answer step has
+    to pick the asked part out of the kind of memory the reader writes, or find that it is not there.
+    """
+    document = task.document
+    if task.kind == ABSENT:
+        return _passage(document, _sentence_start(document, rng.randrange(len(document))), tokenizer, tokens) or None
+    firsts = [at for at in (document.find(e) for e in task.evidence) if at >= 0]
+    if not firsts:
+        return None
+    passage = _passage(document, _sentence_start(document, min(firsts)), tokenizer, tokens)
+    holds = all(line in passage for line in memory.split("\n")) and any(mentions(passage, g) for g in task.answers)
+    return passage if holds else None
+
+
+def _passage(document: str, start: int, tokenizer: Any, tokens: int) -> str:
+    words = " ".join(document[start : start + 16 * tokens].split())
+    return tokenizer.decode(tokenizer(words, add_special_tokens=False, verbose=False)["input_ids"][:tokens]).strip()
 
 
 _ASKING = re.compile(
