@@ -239,9 +239,10 @@ class Trainer:
             finals = [memories[-1]]
             if self.config.sft_passage_answers:
                 finals.append(passage_memory(task, memories[-1], self.tokenizer, self.config.memory_tokens, rng))
+            answer = target_ids(self.tokenizer, oracle_answer(task))
             for memory in filter(None, finals):
                 (final,) = self.agent.final_messages([(task.question, memory)])
-                rows.append(Row(prompt_ids(self.tokenizer, final), target_ids(self.tokenizer, oracle_answer(task))))
+                rows.append(Row(prompt_ids(self.tokenizer, final), answer))
         return rows
 
     def sft_step(self) -> StepResult:

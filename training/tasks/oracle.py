@@ -102,7 +102,7 @@ def passage_memory(task: Task, memory: str, tokenizer: Any, tokens: int, rng: ra
 
 
 def _passage(document: str, start: int, tokenizer: Any, tokens: int) -> str:
-    words = " ".join(document[start : start + 16 * tokens].split())
+    words = " ".join(document[start : start + 16 * tokens].split())  # a token is 4-5 characters: room to spare
     return tokenizer.decode(tokenizer(words, add_special_tokens=False, verbose=False)["input_ids"][:tokens]).strip()
 
 
