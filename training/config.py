@@ -193,6 +193,21 @@ class TrainConfig(BaseModel):
         "the updates of planted facts and of questions with nothing to find (the memory stays empty) besides: "
         "updates the reader already writes, rehearsed so that the answers taught do not move them.",
     )
+    sft_anchor: float = Field(
+        0.0,
+        ge=0.0,
+        description="Weight of the anchor on the memory updates that `sft_updates` does not teach: at each of "
+        "their oracle memory's tokens, the KL from the starting model (`init_adapter`, kept frozen) to the policy "
+        "over the whole vocabulary. The answers taught then move the memories the reader writes less (the two "
+        "steps share one set of weights). Costs a frozen copy of the model and a forward pass of those "
+        "conversations; 0 turns it off.",
+    )
+    sft_anchor_rows: int = Field(
+        8,
+        ge=1,
+        description="Most anchored conversations per step, drawn from the step's samples: each is a whole chunk "
+        "read forward twice and back once (a 1,024-token chunk costs about as much as 8 answers).",
+    )
     sft_passage_answers: bool = Field(
         False,
         description="Also teach each answer from a memory as the reader writes one: the text from the start of "
@@ -281,6 +296,10 @@ class TrainConfig(BaseModel):
             raise ValueError(
                 f"init_adapter {self.init_adapter} is not a sha256 digest: write sha256: and the 64 "
                 "lowercase hex digits of the adapter's adapter_model.safetensors (sha256sum prints them)"
+            )
+        if self.sft_anchor > 0 and self.sft_updates == "all":
+            raise ValueError(
+                "sft_anchor holds the memory updates that are not taught: set sft_updates to none or planted"
             )
         if self.lora_r == 0 and self.init_adapter is not None:
             raise ValueError("init_adapter needs LoRA: set lora_r above 0 or remove init_adapter")

@@ -8,6 +8,7 @@ exactly as the engines render it) and the completion's token ids (stop token inc
 from __future__ import annotations
 
 import os
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -25,6 +26,8 @@ class Row:
     #: the sampling policy's log-probabilities of the completion (set before the first update)
     old_log_probs: torch.Tensor | None = field(default=None, repr=False)
     ref_log_probs: torch.Tensor | None = field(default=None, repr=False)
+    #: an SFT row whose completion is not taught but anchored: the policy kept near the starting model there
+    anchor: bool = False
 
     @property
     def tokens(self) -> int:
@@ -60,8 +63,16 @@ def micro_batches(rows: Sequence[Row], max_tokens: int) -> Iterator[list[Row]]:
 
 def completion_log_probs(model: Any, rows: Sequence[Row], pad_id: int, temperature: float = 1.0) -> list[torch.Tensor]:
     """log p(completion token | everything before it) for each row, in one right-padded forward
-    pass, under the distribution the tokens were sampled from (logits ÷ `temperature`). The LM
-    head runs only on completion positions (the prompt's logits are never needed)."""
+    pass, under the distribution the tokens were sampled from (logits ÷ `temperature`)."""
+    return [
+        token_log_probs(logits, torch.tensor(r.completion_ids, device=logits.device))
+        for r, logits in zip(rows, completion_logits(model, rows, pad_id, temperature))
+    ]
+
+
+def completion_logits(model: Any, rows: Sequence[Row], pad_id: int, temperature: float = 1.0) -> list[torch.Tensor]:
+    """The logits (÷ `temperature`) that predict each row's completion tokens, in one right-padded
+    forward pass. The LM head runs only on completion positions (the prompt's logits are never needed)."""
     longest = max(r.tokens for r in rows)
     ids = torch.full((len(rows), longest), pad_id, dtype=torch.long)
     attention = torch.zeros((len(rows), longest), dtype=torch.long)
@@ -72,14 +83,45 @@ def completion_log_probs(model: Any, rows: Sequence[Row], pad_id: int, temperatu
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     device = base.lm_head.weight.device
     hidden = base.model(input_ids=ids.to(device), attention_mask=attention.to(device)).last_hidden_state
-    out = []
-    for i, r in enumerate(rows):
-        start = len(r.prompt_ids)
-        # position t predicts token t+1: the completion's tokens are predicted from start-1 .. end-2
-        h = hidden[i, start - 1 : start - 1 + len(r.completion_ids)]
-        logits = base.lm_head(h) / temperature
-        out.append(token_log_probs(logits, torch.tensor(r.completion_ids, device=device)))
-    return out
+    # position t predicts token t+1: the completion's tokens are predicted from start-1 .. end-2
+    return [
+        base.lm_head(hidden[i, len(r.prompt_ids) - 1 : len(r.prompt_ids) - 1 + len(r.completion_ids)]) / temperature
+        for i, r in enumerate(rows)
+    ]
+
+
+def sft_loss(
+    model: Any, anchor: Any, rows: Sequence[Row], pad_id: int, taught: int, anchored: int, weight: float
+) -> tuple[torch.Tensor, float]:
+    """One micro-batch's share of an SFT step's loss, and its anchor rows' summed KL: the negative
+    log-likelihood of the taught rows' completions ÷ `taught` (the step's taught tokens), plus `weight` ×
+    the KL from `anchor` (the frozen starting model) to the policy, over the whole vocabulary at each
+    completion token of a `Row.anchor` row, ÷ `anchored` (the step's anchored tokens). The KL holds the
+    whole next-token distribution where nothing is taught, not only the one token written there."""
+    logits = completion_logits(model, rows, pad_id)
+    loss = torch.zeros((), device=logits[0].device)
+    kept = [i for i, r in enumerate(rows) if r.anchor]
+    kl_sum = 0.0
+    if kept:
+        with torch.no_grad():
+            frozen = completion_logits(anchor, [rows[i] for i in kept], pad_id)
+        for i, ref in zip(kept, frozen):
+            kl = torch.nn.functional.kl_div(
+                logits[i].float().log_softmax(-1), ref.float().log_softmax(-1), log_target=True, reduction="sum"
+            )
+            loss = loss + weight * kl / anchored
+            kl_sum += kl.item()
+    for r, lg in zip(rows, logits):
+        if not r.anchor:
+            loss = loss - token_log_probs(lg, torch.tensor(r.completion_ids, device=lg.device)).sum() / taught
+    return loss, kl_sum
+
+
+def fewer_anchors(rows: Sequence[Row], most: int, rng: random.Random) -> list[Row]:
+    """`rows` with at most `most` of their `Row.anchor` rows, drawn with `rng`; the order kept."""
+    anchors = [i for i, r in enumerate(rows) if r.anchor]
+    dropped = set(anchors) - set(rng.sample(anchors, min(len(anchors), most)))
+    return [r for i, r in enumerate(rows) if i not in dropped]
 
 
 def pick_device(name: str = "auto") -> torch.device:

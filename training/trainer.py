@@ -43,11 +43,13 @@ from training.config import TrainConfig
 from training.policy import (
     Row,
     completion_log_probs,
+    fewer_anchors,
     load_policy,
     micro_batches,
     pick_device,
     prompt_ids,
     reference_log_probs,
+    sft_loss,
     target_ids,
 )
 from training.rollout_server import VLLMRollouts, copy_adapter
@@ -115,7 +117,12 @@ class Trainer:
             config.seed,
             self.device,
         )
-        self.reference = None
+        self.reference = self.anchor = None
+        if config.sft_anchor > 0 and config.sft_steps:  # the starting model, frozen
+            self.anchor, _ = load_policy(
+                model_path, config.lora_r, 1, 0.0, config.lora_targets, start, config.seed, self.device
+            )
+            self.anchor.eval().requires_grad_(False)
         if config.lora_r == 0 and config.kl_coef > 0:
             self.reference, _ = load_policy(model_path, 0, 1, 0.0, [], None, config.seed, self.device)
             self.reference.eval()
@@ -233,9 +240,10 @@ class Trainer:
             updates = self.config.sft_updates == "all" or (
                 self.config.sft_updates == "planted" and task.kind in SYNTHETIC_KINDS
             )
-            for memory, k in conversations if updates else ():
+            for memory, k in conversations if updates or self.anchor else ():
                 (message,) = self.agent.update_messages([(task.question, memory, chunks[k])])
-                rows.append(Row(prompt_ids(self.tokenizer, message), target_ids(self.tokenizer, memories[k])))
+                prompt, target = prompt_ids(self.tokenizer, message), target_ids(self.tokenizer, memories[k])
+                rows.append(Row(prompt, target, anchor=not updates))
             finals = [memories[-1]]
             if self.config.sft_passage_answers:
                 finals.append(passage_memory(task, memories[-1], self.tokenizer, self.config.memory_tokens, rng))
@@ -249,18 +257,21 @@ class Trainer:
         tasks = self._mine(self.draw(self.step, self.config.sft_samples_per_step))
         read: dict[str, Any] = {}
         readings = self._greedy_readings(tasks, read) if self.config.sft_corrections else None
-        rows = self.sft_rows(tasks, readings)
-        total = self._sum(sum(len(r.completion_ids) for r in rows))
+        rows = fewer_anchors(self.sft_rows(tasks, readings), self.config.sft_anchor_rows, random.Random(self._seed()))
+        anchored = self._sum(sum(len(r.completion_ids) for r in rows if r.anchor))
+        taught = self._sum(sum(len(r.completion_ids) for r in rows if not r.anchor))
         self._set_lr()
         self.optimizer.zero_grad(set_to_none=True)
-        loss_sum = 0.0
+        loss_sum = kl_sum = 0.0
         t0 = time.monotonic()
         for batch in micro_batches(rows, self.config.micro_batch_tokens):
             with self._autocast():
-                log_probs = completion_log_probs(self.model, batch, self.pad_id)
-            loss = -sum(lp.sum() for lp in log_probs) / total
+                loss, kl = sft_loss(
+                    self.model, self.anchor, batch, self.pad_id, taught, anchored, self.config.sft_anchor
+                )
             loss.backward()
             loss_sum += loss.item()
+            kl_sum += kl
         grad_norm = self._optimizer_step()
         tokens = self._sum(sum(r.tokens for r in rows))
         return StepResult(
@@ -268,6 +279,7 @@ class Trainer:
                 phase="sft",
                 loss=round(self._sum(loss_sum), 4),
                 conversations=int(self._sum(len(rows))),
+                **({"anchor_kl": round(self._sum(kl_sum) / max(1, anchored), 5)} if self.anchor else {}),
                 tokens=int(tokens),
                 **read,
                 tokens_per_s=round(tokens / (time.monotonic() - t0), 1),

@@ -132,6 +132,28 @@ def test_bfloat16_forward_passes_train_float32_weights_to_nearly_the_same_loss(
     assert abs(losses["bfloat16"] - losses["float32"]) < 0.03 * losses["float32"]
 
 
+def test_the_anchor_holds_the_memory_updates_that_are_not_taught(model_path: Path, tmp_path: Path) -> None:
+    # answers taught at a high rate; each sample's one memory update anchored to the starting model, weakly or strongly
+    kl = {}
+    for weight in (1e-3, 10.0):
+        config = tiny_config(
+            sft_steps=3,
+            rl_steps=0,
+            sft_samples_per_step=4,
+            sft_learning_rate=1e-2,
+            sft_updates="none",
+            sft_anchor=weight,
+        )
+        trainer = Trainer(config, tmp_path / str(weight), model_path, tiny_tasks)
+        assert [r.anchor for r in trainer.sft_rows(tiny_tasks(0, 2))] == [True, False, True, False]
+        start = {n: p.detach().clone() for n, p in trainer.anchor.named_parameters()}
+        kl[weight] = [trainer.sft_step().metrics["anchor_kl"] for _ in range(3)]
+        assert all(torch.equal(p, start[n]) for n, p in trainer.anchor.named_parameters())  # it stays frozen
+    print(kl)
+    assert kl[1e-3][0] == kl[10.0][0] == pytest.approx(0.0, abs=1e-5)  # the policy starts as the anchor
+    assert kl[1e-3][-1] > 0.01 and kl[10.0][-1] < kl[1e-3][-1] / 2  # the answers taught move the updates, unless held
+
+
 def test_sft_rows_carry_evidence_and_take_a_feedback_answer_as_evidence(model_path: Path, tmp_path: Path) -> None:
     fact = "The vault code of Ada Brill is 4417."
     filler = [f"Sentence number {i} says nothing of any vault." for i in range(40)]

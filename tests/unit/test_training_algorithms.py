@@ -5,11 +5,13 @@ from __future__ import annotations
 import doctest
 import importlib
 import math
+import random
 
 import pytest
 import torch
 
 from training.algorithms import clipped_policy_loss, group_advantages, informative_groups, k3_kl, token_log_probs
+from training.policy import Row, fewer_anchors
 
 
 @pytest.mark.parametrize(
@@ -82,3 +84,12 @@ def test_token_log_probs_by_hand() -> None:
     logits = torch.tensor([[0.0, math.log(3.0)], [math.log(3.0), 0.0]])
     lp = token_log_probs(logits, torch.tensor([1, 1]))
     assert torch.allclose(lp, torch.log(torch.tensor([0.75, 0.25])))
+
+
+def test_a_step_keeps_every_taught_row_and_at_most_so_many_anchored_ones() -> None:
+    rows = [Row([1], [i], anchor=i % 3 != 0) for i in range(12)]  # 4 taught, 8 anchored
+    kept = fewer_anchors(rows, 3, random.Random(0))
+    assert [r.completion_ids for r in kept if not r.anchor] == [[0], [3], [6], [9]]
+    assert sum(r.anchor for r in kept) == 3
+    assert [r.completion_ids[0] for r in kept] == sorted(r.completion_ids[0] for r in kept)  # in their order
+    assert fewer_anchors(rows, 8, random.Random(0)) == rows

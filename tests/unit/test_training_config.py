@@ -54,6 +54,7 @@ def test_every_bad_field_is_named(tmp_path: Path) -> None:
         ({"rollout_engine": "vllm", "lora_r": 0}, "set lora_r above 0 or use rollout_engine policy"),
         ({"device": "gpu"}, "not one of auto, cpu, cuda, cuda:N"),
         ({"precision": "float16"}, "precision"),
+        ({"sft_anchor": 1.0}, "set sft_updates to none or planted"),
     ],
 )
 def test_incoherent_configs_say_what_to_change(raw: dict, says: str) -> None:
