@@ -120,7 +120,7 @@ class Trainer:
         self.reference = self.anchor = None
         if config.sft_anchor > 0 and config.sft_steps:  # the starting model, frozen
             self.anchor, _ = load_policy(
-                model_path, config.lora_r, 1, 0.0, config.lora_targets, start, config.seed, self.device
+                model_path, config.lora_r, config.lora_alpha, 0.0, config.lora_targets, start, config.seed, self.device
             )
             self.anchor.eval().requires_grad_(False)
         if config.lora_r == 0 and config.kl_coef > 0:
@@ -240,7 +240,7 @@ class Trainer:
             updates = self.config.sft_updates == "all" or (
                 self.config.sft_updates == "planted" and task.kind in SYNTHETIC_KINDS
             )
-            for memory, k in conversations if updates or self.anchor else ():
+            for memory, k in conversations if updates or self.anchor is not None else ():
                 (message,) = self.agent.update_messages([(task.question, memory, chunks[k])])
                 prompt, target = prompt_ids(self.tokenizer, message), target_ids(self.tokenizer, memories[k])
                 rows.append(Row(prompt, target, anchor=not updates))
@@ -279,7 +279,7 @@ class Trainer:
                 phase="sft",
                 loss=round(self._sum(loss_sum), 4),
                 conversations=int(self._sum(len(rows))),
-                **({"anchor_kl": round(self._sum(kl_sum) / max(1, anchored), 5)} if self.anchor else {}),
+                **({"anchor_kl": round(self._sum(kl_sum) / max(1, anchored), 5)} if self.anchor is not None else {}),
                 tokens=int(tokens),
                 **read,
                 tokens_per_s=round(tokens / (time.monotonic() - t0), 1),
