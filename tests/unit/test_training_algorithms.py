@@ -26,6 +26,7 @@ from training.policy import Row, fewer_anchors
         "training.tasks.oracle",
         "training.rollout_server",
         "training.interpolate",
+        "training.run",
     ],
 )
 def test_doctests(module: str) -> None:
