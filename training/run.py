@@ -114,6 +114,6 @@ def emulated_bfloat16(precision: str, device_type: str, cpuinfo: str | None = No
         return None
     return (
         'warning: this CPU has no bfloat16 instructions (AVX-512 BF16, AMX), so precision = "bfloat16" is '
-        "emulated: over 10x slower than float32 here (one step of small-sft-anchor.toml ran over 13 minutes "
-        'against 156 s in float32 on a 2-core AVX2 EPYC). Set precision = "float32" in the config.'
+        "emulated: many times slower than float32 (on a 2-core AVX2 EPYC, one step of small-sft-anchor.toml had "
+        'not finished after 13 minutes, against 156 s in float32). Set precision = "float32" in the config.'
     )
