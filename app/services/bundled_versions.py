@@ -26,7 +26,7 @@ from training.results_index import INDEX, REPO, load_index
 
 #: The index lines the model card's "Measured" table cites: the reader's and the untrained model's evaluations
 #: (a newly shipped reader names its own here, with its card).
-READER_EVALS = "eval-open53-"
+READER_EVALS = "eval-anchor2-"
 BASE_EVALS = "eval-base1024-"
 _CARD_SHA256 = re.compile(r"^\| sha256 \| `([0-9a-f]{64})`", re.MULTILINE)
 
@@ -57,14 +57,19 @@ def seed_bundled(session: Session, settings: Settings) -> None:
 
 def _reader_run(index: list[dict[str, Any]]) -> dict[str, Any]:
     """The index line of the training run that made the shipped adapter (by the sha256 its card names)."""
-    card = (READER_ADAPTER / "MODEL_CARD.md").read_text(encoding="utf-8")
-    found = _CARD_SHA256.search(card)
+    sha256 = _card_sha256()
+    for entry in index:
+        if entry.get("kind") == "train" and any(a["sha256"] == sha256 for a in entry.get("adapters", [])):
+            return entry
+    raise RuntimeError(f"no training run in {INDEX} made the reader's adapter sha256:{sha256}")
+
+
+def _card_sha256() -> str:
+    """The sha256 of the shipped adapter, as its model card names it."""
+    found = _CARD_SHA256.search((READER_ADAPTER / "MODEL_CARD.md").read_text(encoding="utf-8"))
     if found is None:
         raise RuntimeError(f"{READER_ADAPTER / 'MODEL_CARD.md'} names no sha256")
-    for entry in index:
-        if entry.get("kind") == "train" and any(a["sha256"] == found.group(1) for a in entry.get("adapters", [])):
-            return entry
-    raise RuntimeError(f"no training run in {INDEX} made the reader's adapter sha256:{found.group(1)}")
+    return found.group(1)
 
 
 def _lineage(run: dict[str, Any], config: TrainConfig) -> dict[str, Any]:
@@ -72,7 +77,7 @@ def _lineage(run: dict[str, Any], config: TrainConfig) -> dict[str, Any]:
     return {"base": config.model, "config": run["config_file"],
             "config_sha256": hashlib.sha256((REPO / run["config_file"]).read_bytes()).hexdigest(),
             "init_adapter": config.init_adapter, "run": run["name"],
-            "adapter_sha256": next(a["sha256"] for a in run["adapters"]),
+            "adapter_sha256": _card_sha256(),  # a run may hold several (sft-anchor2: float32, bfloat16)
             "chunk_tokens": config.chunk_tokens, "memory_tokens": config.memory_tokens}  # fmt: skip
 
 

@@ -183,13 +183,27 @@ def eval_metrics(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def key_metrics(metrics: dict[str, Any] | None) -> dict[str, float]:
-    """Sub-EM per set (a length or a contract category), or overall for a `--cases` result."""
+    """Sub-EM per set (a length or a contract category), or overall for a `--cases` result. A group of
+    several kinds counts its `all` row, or else its kinds pooled by n (a clause suite's "gold Yes" holds 33).
+
+    >>> key_metrics({"summary": [{"group": "2K", "kind": "all", "n": 4, "sub_em": 0.5},
+    ...     {"group": "2K", "kind": "single-needle", "n": 2, "sub_em": 1.0},
+    ...     {"group": "gold Yes", "kind": "clause:Audit Rights", "n": 1, "sub_em": 1.0},
+    ...     {"group": "gold Yes", "kind": "clause:Insurance", "n": 3, "sub_em": 0.0}]})
+    {'2K': 0.5, 'gold Yes': 0.25}
+    """
     if not metrics:
         return {}
     if "summary" in metrics:
         rows = metrics["summary"]
         mixed = {r["group"] for r in rows if r.get("kind") == "all"}  # several kinds: their `all` row
-        return {str(r["group"]): float(r["sub_em"]) for r in rows if r["group"] not in mixed or r["kind"] == "all"}
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            if r["group"] not in mixed or r["kind"] == "all":
+                groups.setdefault(str(r["group"]), []).append(r)
+        return {group: float(rs[0]["sub_em"]) if len(rs) == 1
+                else sum(r["n"] * r["sub_em"] for r in rs) / sum(r["n"] for r in rs)
+                for group, rs in groups.items()}  # fmt: skip
     return {"sub_em": float(metrics["sub_em"])} if "sub_em" in metrics else {}
 
 

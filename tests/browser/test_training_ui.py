@@ -134,7 +134,7 @@ def test_an_admin_trains_on_browser_feedback_watches_evaluates_and_promotes(page
     _text(page, "#runs-note", "No runs yet: choose data and start one", 30)
     _shot(page, "training-runs-empty.png")
     _tab(page, "Models")
-    registry = _text(page, "#models-table", "small-sft-open3.toml (sha256:", 30)  # the reader's lineage
+    registry = _text(page, "#models-table", "small-sft-anchor.toml (sha256:", 30)  # the reader's lineage
     assert "base: smollm2-reader" in registry and registry.count("● active") == 1, registry
     assert re.search(r"(?<!base: )smollm2-reader\s+● active", registry), registry  # the reader, from the first start
     _shot(page, "models-empty.png")

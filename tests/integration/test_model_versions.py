@@ -204,17 +204,17 @@ def test_the_bundled_model_and_the_reader_are_versions_from_the_first_start(fres
                                                                                          False)  # fmt: skip
     assert (reader["name"], reader["base_model"], reader["adapter_path"], reader["active"]) == (
         "smollm2-reader", "smollm2", str(READER_ADAPTER), True)  # fmt: skip
-    config = "training/configs/small-sft-open3.toml"  # the run the card names, by its adapter's sha256
+    config = "training/configs/small-sft-anchor.toml"  # the run the card names, by its adapter's sha256
     sha256 = hashlib.sha256((Path(__file__).resolve().parents[2] / config).read_bytes()).hexdigest()
     assert reader["lineage"] == ["smollm2", f"{config} (sha256:{sha256})", "smollm2-reader"]
     assert base["lineage"] == ["smollm2"]
     card = (READER_ADAPTER / "MODEL_CARD.md").read_text(encoding="utf-8")
     assert f"`{reader['metrics']['lineage']['adapter_sha256']}`" in card
     assert {k: round(x, 3) for k, x in reader["key_metrics"].items() if k in ("2K", "8K", "32K", "Governing Law")} == {
-        "2K": 0.734,
-        "8K": 0.844,
-        "32K": 0.688,
-        "Governing Law": 0.7,
+        "2K": 0.625,
+        "8K": 1.0,
+        "32K": 0.75,
+        "Governing Law": 0.375,
     }  # the card's "Measured" table
     assert base["key_metrics"]["2K"] == 0.4062 and base["key_metrics"]["Governing Law"] == 0.1
     # the reader reads with the settings' sizes, as the settings' model did before it was registered

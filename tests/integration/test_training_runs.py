@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import app.services.models as model_versions
 import app.services.training_runs as training_runs
 from app.cli import worker_command
 from app.db import session_scope
@@ -81,7 +82,7 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize("module", [shared, lifecycle])
+@pytest.mark.parametrize("module", [shared, lifecycle, model_versions])
 def test_doctests(module) -> None:
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
