@@ -9,6 +9,7 @@ import io
 from collections.abc import Iterator
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.conftest import LiveServer, _page, _serve
 from tests.browser.uihelpers import BROKEN_WORDS, watch
@@ -57,12 +58,14 @@ def test_review_a_contract_open_a_rows_passage_and_download_csv(review_page, rev
     # Only the rows whose evidence was found, then the first one's passage on its page.
     page.locator("#review-filter input").click()
     page.locator('ul[role=listbox] [role=option][aria-label="Found"]').click()
-    link = table.locator("[role=gridcell]").filter(has_text="open ›").first
+    opens = table.locator("[role=gridcell]").filter(has_text="open ›")
+    link = opens.first
     link.wait_for(timeout=30_000)
-    # Gradio draws the body rows as [role=row] divs (its tbody holds one hidden sizing row)
+    # Gradio draws the body rows as [role=row] divs (its tbody holds one hidden sizing row); the first link may
+    # be drawn before the filter is, so wait until no row lacks one
     rows = table.locator("[role=row]").filter(has=page.locator("[role=gridcell]"))
-    assert rows.count() >= 1
-    assert table.locator("[role=gridcell]").filter(has_text="open ›").count() == rows.count()
+    expect(rows.filter(has_not_text="open ›")).to_have_count(0, timeout=30_000)
+    assert opens.count() == rows.count()
     link.click()
     page.locator("#review-note").get_by_text("of the PDF (beside it, highlighted)").wait_for(timeout=30_000)
     highlighted = " ".join(page.locator("#review-passage .token.highlighted").all_inner_texts())  # one span a line
