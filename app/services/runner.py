@@ -109,11 +109,18 @@ def _engines(settings: Settings, engine: Engine | None) -> EngineOf:
 
 
 def _claim(
-    settings: Settings, engines: EngineOf, ids: set[int] | None, limit: int, chunk_cache: dict[tuple, list[Chunk]]
+    settings: Settings,
+    engines: EngineOf,
+    ids: set[int] | None,
+    limit: int,
+    chunk_cache: dict[tuple, list[Chunk]],
+    heartbeat: _Heartbeat,
 ) -> list[_Live]:
     """Take up to `limit` readings for this runner. Each claim is a guarded UPDATE, so two
     workers never take the same reading. Ids tried are removed from `ids`: a reading asked for by id
-    is tried once a pass (one that fails, being claimable by id, would else be taken up every step)."""
+    is tried once a pass (one that fails, being claimable by id, would else be taken up every step).
+    Each reading claimed joins the heartbeat at once: loading the next one's model version can outlast
+    `stale_after_s`, and another worker would take it over."""
     url = settings.resolved_database_url
     claimed = []
     if ids is not None and not ids:
@@ -145,6 +152,7 @@ def _claim(
             ).rowcount
             if taken != 1:
                 continue
+            heartbeat.hold(reading_id)
             r = s.get(Reading, reading_id)
             log.info("claimed reading %d at chunk %d (attempt %d)", r.id, r.cursor + 1, r.attempts)
             key = (r.document_id, r.chunk_tokens, version_id)
@@ -251,6 +259,10 @@ class _Heartbeat:
             except Exception:  # a database hiccup must not end the heartbeat
                 log.exception("could not refresh the heartbeat of readings %s", sorted(ids))
 
+    def hold(self, reading_id: int) -> None:
+        """One more reading kept fresh (the loop sets `ids` to those in flight at every step)."""
+        self.ids = self.ids | {reading_id}
+
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
@@ -265,7 +277,7 @@ def _run(
 ) -> int:
     url = settings.resolved_database_url
     todo = None if reading_ids is None else set(reading_ids)  # by id: those not tried yet this pass
-    live = _claim(settings, engines, todo, settings.max_batch, chunk_cache)
+    live = _claim(settings, engines, todo, settings.max_batch, chunk_cache, heartbeat)
     finished = 0
     try:
         while live:
@@ -284,7 +296,7 @@ def _run(
                 finished += len(done)
                 live = [x for x in live if x.id not in done]
             if len(live) < settings.max_batch:  # by id: the rest of those ids (more than max_batch were asked)
-                live += _claim(settings, engines, todo, settings.max_batch - len(live), chunk_cache)
+                live += _claim(settings, engines, todo, settings.max_batch - len(live), chunk_cache, heartbeat)
     except EngineUnavailable as exc:
         # An outage, not a crash and not the reading's fault: its checkpoints stay, it goes back to the
         # queue with a note that says why it waits, and the sweeper of any worker tries again later.

@@ -4,6 +4,7 @@ tests/faults/ runs the same with real processes."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -148,3 +149,34 @@ def test_by_id_a_version_that_cannot_load_is_tried_once_a_pass(db_settings, toke
         assert get_reading(db, fine).status == ReadingStatus.done
         r = get_reading(db, broken)
         assert r.status == ReadingStatus.failed and "cannot load model version" in r.error
+
+
+def test_a_claimed_reading_stays_fresh_while_the_next_ones_model_version_loads(db_settings, tokenizer, monkeypatch):
+    """A pass claims a reading, then starts another's model version (a merge and a server start: minutes on a
+    CPU). The first one's heartbeat is kept fresh meanwhile, else another worker would take it over and count
+    an attempt against it (at the cap: failed, as if its worker had crashed)."""
+    from app.services import runner
+    from app.services.models import register_version
+
+    s = db_settings.model_copy(update={"stale_after_s": 2})
+    with session_scope(s.resolved_database_url) as db:
+        doc = ingest(db, s, "islands.txt", TEXT.encode())
+        (first,) = [r.id for r in create_readings(db, s, doc.id, ["Which island?"])]
+        register_version(db, "slow", "slow-to-load", template_set=s.template_set, activate=True)
+        (second,) = [r.id for r in create_readings(db, s, doc.id, ["Which island?"])]
+    engine, first_meanwhile = FakeEngine(tokenizer, echo_last_line), []
+
+    def engine_for(settings: Settings) -> FakeEngine:
+        if settings.model == "slow-to-load":
+            time.sleep(s.stale_after_s * 2)
+            with session_scope(s.resolved_database_url) as db:
+                r = get_reading(db, first)
+                age = utcnow().replace(tzinfo=None) - r.heartbeat_at.replace(tzinfo=None)  # SQLite keeps no zone
+                first_meanwhile.append((r.status, age.total_seconds() < s.stale_after_s))
+        return engine
+
+    monkeypatch.setattr(runner, "engine_for", engine_for)
+    assert run_readings(s) == 2
+    assert first_meanwhile == [(ReadingStatus.running, True)]  # held, and not claimable by another worker
+    with session_scope(s.resolved_database_url) as db:
+        assert [get_reading(db, rid).attempts for rid in (first, second)] == [1, 1]
