@@ -123,17 +123,25 @@ def test_run_by_id_an_outage_fails_the_reading_with_the_reason(db_settings, toke
         assert r.status == ReadingStatus.failed and "could not be reached" in r.error
 
 
+def _then_on_a_new_version(s: Settings, model: str) -> tuple[int, int]:
+    """Two readings of one document: the first on the settings' model, the second on a version of `model`
+    activated in between."""
+    from app.services.models import register_version
+
+    with session_scope(s.resolved_database_url) as db:
+        doc = ingest(db, s, "islands.txt", TEXT.encode())
+        (first,) = [r.id for r in create_readings(db, s, doc.id, ["Which island?"])]
+        register_version(db, model, model, template_set=s.template_set, activate=True)
+        (second,) = [r.id for r in create_readings(db, s, doc.id, ["Which island?"])]
+    return first, second
+
+
 def test_by_id_a_version_that_cannot_load_is_tried_once_a_pass(db_settings, tokenizer, monkeypatch):
     """A reading whose model version cannot be loaded fails; asked for by id beside a reading that goes on,
     it is not claimed again at every step of the pass (each claim loaded the version again)."""
     from app.services import runner
-    from app.services.models import register_version
 
-    with session_scope(db_settings.resolved_database_url) as db:
-        doc = ingest(db, db_settings, "islands.txt", TEXT.encode())
-        (fine,) = [r.id for r in create_readings(db, db_settings, doc.id, ["Which island?"])]
-        register_version(db, "broken", "no-such-model", template_set=db_settings.template_set, activate=True)
-        (broken,) = [r.id for r in create_readings(db, db_settings, doc.id, ["Which island?"])]
+    fine, broken = _then_on_a_new_version(db_settings, "no-such-model")
     engine, loads = FakeEngine(tokenizer, echo_last_line), []
 
     def engine_for(settings: Settings) -> FakeEngine:
@@ -156,14 +164,9 @@ def test_a_claimed_reading_stays_fresh_while_the_next_ones_model_version_loads(d
     CPU). The first one's heartbeat is kept fresh meanwhile, else another worker would take it over and count
     an attempt against it (at the cap: failed, as if its worker had crashed)."""
     from app.services import runner
-    from app.services.models import register_version
 
     s = db_settings.model_copy(update={"stale_after_s": 2})
-    with session_scope(s.resolved_database_url) as db:
-        doc = ingest(db, s, "islands.txt", TEXT.encode())
-        (first,) = [r.id for r in create_readings(db, s, doc.id, ["Which island?"])]
-        register_version(db, "slow", "slow-to-load", template_set=s.template_set, activate=True)
-        (second,) = [r.id for r in create_readings(db, s, doc.id, ["Which island?"])]
+    first, second = _then_on_a_new_version(s, "slow-to-load")
     engine, first_meanwhile = FakeEngine(tokenizer, echo_last_line), []
 
     def engine_for(settings: Settings) -> FakeEngine:
