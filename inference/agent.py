@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from inference.chunking import Chunk, split_into_chunks
+from inference.dates import dates_not_in
 from inference.engines.base import Completion, Engine
 from inference.templates import (
     NO_EVIDENCE_MEMORY,
@@ -187,18 +188,23 @@ class MemoryAgent:
         answers `NOT_IN_DOCUMENT` without asking the model: whatever it wrote would rest on nothing the
         reading found. The trained reader invented such answers ("Eleanor", "A,B,C,…,Z" in 57 tokens, which
         the other questions of a lockstep pass waited for; README, "Speed"). A yes/no question read to the end
-        with nothing found is answered `NOT_IN_DOCUMENT_NO`: the clause asked about is not there."""
+        with nothing found is answered `NOT_IN_DOCUMENT_NO`: the clause asked about is not there.
+        An answer naming a date its final memory does not hold is answered the same way: the memory is all
+        the answer step sees, so the date was made up. The shipped reader answered "12/15/18" to 6 of 42
+        dev contract questions, each time with no date in its memory; the rule changed 9 answers there and 8
+        held out, none of them right (docs/experiments/2026-12-03-invented-dates.md)."""
         empty = [holds_nothing(memory) for _, memory in items]
         asked = [item for item, nothing in zip(items, empty) if not nothing]
         completions = iter(
             self.engine.generate(self.final_messages(asked), self.config.answer_tokens, temperature) if asked else []
         )
         answers = []
-        for (question, _), nothing in zip(items, empty):
+        for (question, memory), nothing in zip(items, empty):
             silent = NOT_IN_DOCUMENT_NO if asks_yes_or_no(question) else NOT_IN_DOCUMENT
             c = Completion(f"\\boxed{{{silent}}}", 0, 0) if nothing else next(completions)
             boxed = extract_boxed(c.text)
-            answers.append(Answer(boxed if boxed is not None else c.text.strip(), c.text, c))
+            text = boxed if boxed is not None else c.text.strip()
+            answers.append(Answer(silent if dates_not_in(text, memory or "") else text, c.text, c))
         return answers
 
     def read_batch(self, items: Sequence[tuple[str, str]], temperature: float = 0.0) -> list[Trajectory]:

@@ -100,6 +100,20 @@ def test_a_yes_no_question_that_found_nothing_is_answered_no(tokenizer):
     assert first_yes_no(answers[0].answer) == "no" and not engine.calls
 
 
+def test_a_date_the_final_memory_does_not_hold_is_not_answered(tokenizer):
+    # The shipped reader answered "12/15/18" to 6 of 42 dev contract questions whose memories held no date.
+    engine = FakeEngine(tokenizer, lambda p: "\\boxed{12/15/18}" if "basis" in p else "It is \\boxed{10/30/17}.")
+    agent = MemoryAgent(engine, AgentConfig(chunk_tokens=100, memory_tokens=20, answer_tokens=10))
+    items = [
+        ("When was it made?", "This Agreement forms the basis for a working relationship."),
+        ("When was it made?", "Signed on October 30, 2017 by both parties."),
+        ("Does it renew? Answer yes or no.", "This Agreement forms the basis of what renews."),
+    ]
+    answers = agent.answer(items)
+    assert [a.answer for a in answers] == [NOT_IN_DOCUMENT, "10/30/17", NOT_IN_DOCUMENT_NO]
+    assert answers[0].output == "\\boxed{12/15/18}"  # what the model wrote stays to be inspected
+
+
 def test_answer_without_box_falls_back_to_the_whole_output(tokenizer):
     engine = FakeEngine(tokenizer, lambda p: "  Geneva  ")
     (answer,) = MemoryAgent(engine, AgentConfig(chunk_tokens=1000)).answer([("Where?", None)])

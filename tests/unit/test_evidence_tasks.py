@@ -16,6 +16,7 @@ import pytest
 
 from inference.agent import AgentConfig, extract_boxed
 from inference.chunking import split_into_chunks
+from inference.dates import as_date
 from training.config import load_config
 from training.data import TaskSource
 from training.evidence_tasks import (
@@ -41,7 +42,6 @@ from training.tasks import (
     passage_memory,
     with_answer_evidence,
 )
-from training.verifier import as_date
 
 CHUNK, WINDOW = 1024, 4096
 CASES = {r["id"]: r for r in map(json.loads, (CONTRACTS_TRAIN_DIR / "cases.jsonl").read_text().splitlines())}

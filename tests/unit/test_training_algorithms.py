@@ -27,6 +27,7 @@ from training.policy import Row, fewer_anchors
         "training.rollout_server",
         "training.interpolate",
         "training.run",
+        "inference.dates",  # the verifier's dates, which the agent's answers use too
     ],
 )
 def test_doctests(module: str) -> None:

@@ -8,9 +8,10 @@ import re
 from dataclasses import replace
 from typing import Any, Sequence
 
+from inference.dates import as_date, dates_written
 from inference.templates import NO_EVIDENCE_MEMORY
 from training.tasks.base import ABSENT, Task, count_tokens
-from training.verifier import as_date, dates_written, mentions
+from training.verifier import mentions
 
 # --- oracle traces ------------------------------------------------------------------------------
 # Sentence ends: . ! ? (maybe closing a quote or bracket) before whitespace, or a blank line. A period
