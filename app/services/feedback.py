@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy import func, select
@@ -160,7 +160,7 @@ def export_rows(settings: Settings, *, with_text: bool = False, user: UserView |
                 "corrected_answer": f.corrected_answer,
                 "comment": f.comment,
                 "final_memory": last.memory if last else None,
-                "created_at": _iso(f.created_at),
+                "created_at": f.created_at.isoformat(),
             }
             if with_text:
                 if r.document_id not in texts:
@@ -188,8 +188,3 @@ def export_file(settings: Settings, path: Path, *, with_text: bool = False, user
             n += 1
     tmp.replace(path)
     return n
-
-
-def _iso(t: datetime) -> str:
-    # SQLite hands datetimes back without a zone; we only ever store UTC.
-    return (t if t.tzinfo else t.replace(tzinfo=UTC)).isoformat()

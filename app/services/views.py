@@ -17,11 +17,6 @@ from app.models import Checkpoint, Reading, ReadingStatus
 from app.settings import Settings
 
 
-def _aware(t: datetime) -> datetime:
-    # SQLite hands datetimes back without a zone; we only ever store UTC.
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
-
-
 @dataclass(frozen=True)
 class ProgressView:
     """Where a reading is, and where its time went: reading (the agent at work) apart from waiting
@@ -50,18 +45,18 @@ def reading_progress(r: Reading, stale_after_s: float | None = None, now: dateti
     now = now or datetime.now(UTC)
     stale_after_s = Settings.model_fields["stale_after_s"].default if stale_after_s is None else stale_after_s
     running = r.status == ReadingStatus.running
-    stalled = running and (r.heartbeat_at is None or (now - _aware(r.heartbeat_at)).total_seconds() > stale_after_s)
+    stalled = running and (r.heartbeat_at is None or (now - r.heartbeat_at).total_seconds() > stale_after_s)
     reading = sum(c.seconds for c in r.checkpoints)
     if r.started_at:
         # The step under way (or the answer, once done) counts as reading while a runner holds it.
-        last = max([_aware(r.started_at)] + [_aware(c.created_at) for c in r.checkpoints[-1:] if c.created_at])
+        last = max([r.started_at] + [c.created_at for c in r.checkpoints[-1:] if c.created_at])
         if running and not stalled:
             reading += max(0.0, (now - last).total_seconds())
         elif r.status == ReadingStatus.done and r.finished_at:
-            reading += max(0.0, (_aware(r.finished_at) - last).total_seconds())
+            reading += max(0.0, (r.finished_at - last).total_seconds())
     elapsed = None
     if r.created_at:
-        elapsed = ((_aware(r.finished_at) if r.finished_at else now) - _aware(r.created_at)).total_seconds()
+        elapsed = ((r.finished_at if r.finished_at else now) - r.created_at).total_seconds()
     eta = None
     read = [c for c in r.checkpoints if c.origin != "edited"]  # a branch's edited step took no reading
     if r.total_chunks is not None and read and not r.finished_at and running and not stalled:

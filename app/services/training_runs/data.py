@@ -3,7 +3,7 @@ kinds), checking a selection, and previewing the samples it makes."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy import func, select
@@ -69,7 +69,7 @@ def _feedback_rows(s: Session) -> list[FeedbackRow]:
     )  # fmt: skip
     return [FeedbackRow(id=fid, reading_id=rid, document_id=did, document_title=title, username=username,
                         verdict=verdict.value, question=question, answer=answer, corrected_answer=corrected,
-                        created_at=created if created.tzinfo else created.replace(tzinfo=UTC), held_out=held_out(did))
+                        created_at=created, held_out=held_out(did))
             for fid, verdict, corrected, created, rid, question, answer, did, title, username in rows]  # fmt: skip
 
 

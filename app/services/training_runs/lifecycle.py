@@ -7,7 +7,7 @@ import dataclasses
 import json
 import re
 import shutil
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -161,8 +161,8 @@ def _views(s: Session, runs: list[TrainingRun]) -> list[RunView]:
             eta = rows[-1].get("eta_s") if rows else None
         views.append(RunView(
             id=r.id, name=r.name, status=r.status.value, created_by=users.get(r.created_by_id),
-            created_at=_utc(r.created_at),
-            started_at=_utc(r.started_at), finished_at=_utc(r.finished_at), step=r.step, total_steps=r.total_steps,
+            created_at=r.created_at,
+            started_at=r.started_at, finished_at=r.finished_at, step=r.step, total_steps=r.total_steps,
             eta_s=eta, queue_position=queued.index(r.id) + 1 if r.id in queued else None, attempts=r.attempts,
             error=r.error, start_version=start_label(r.config, versions.get(r.start_version_id)),
             version_id=r.version_id,
@@ -170,11 +170,6 @@ def _views(s: Session, runs: list[TrainingRun]) -> list[RunView]:
             resumable=has_checkpoint(run_dir), estimate_s=r.estimate_s,
         ))  # fmt: skip
     return views
-
-
-def _utc(t: datetime | None) -> datetime | None:
-    # SQLite hands datetimes back without a zone; we only ever store UTC.
-    return t.replace(tzinfo=UTC) if t is not None and t.tzinfo is None else t
 
 
 def list_runs(settings: Settings, user: UserView | None = None) -> list[RunView]:
