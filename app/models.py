@@ -321,3 +321,5 @@ class Worker(Base):
     engine_detail: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    #: when the engine entered its state: a model version activated later starts long after the worker did
+    engine_since: Mapped[datetime | None]

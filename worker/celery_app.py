@@ -14,7 +14,7 @@ from app.db import session_scope
 from app.queue import READ_TASK, celery_app, request_reading_pass
 from app.services import health
 from app.services.llm import engine_for, release_engines
-from app.services.models import active_serving_settings
+from app.services.models import active_serving_settings, active_version, serving_settings
 from app.services.runner import count_claimable, run_readings
 from app.settings import get_settings
 from app.supervisor import die_with_supervisor
@@ -26,20 +26,25 @@ settings = get_settings()
 app = celery_app(settings)
 _pass_running = threading.Event()
 NAME = f"{socket.gethostname()}:{os.getpid()}"
-#: what this worker's heartbeat says about its engine
-_engine = {"state": "starting", "detail": None}
+#: what this worker's heartbeat says about its engine, and the model version it is up for
+_engine = {"state": "starting", "detail": None, "version": None}
 
 
 def _start_engine() -> None:
-    """Build (or reuse) the engine, recording its state for the heartbeat; raises what it raised."""
-    if _engine["state"] != "ready":
+    """Build (or reuse) the active model version's engine, recording its state for the heartbeat; raises
+    what it raised. A version activated since the last pass is merged and started now, which takes
+    minutes on a CPU: the heartbeat says "starting" meanwhile, so estimates count the start."""
+    with session_scope(settings.resolved_database_url) as s:
+        version = active_version(s)
+    version_id = version.id if version is not None else None
+    if _engine["state"] != "ready" or _engine["version"] != version_id:
         _engine.update(state="starting", detail=None)
     try:
-        engine_for(active_serving_settings(settings))  # the active model version's weights
+        engine_for(serving_settings(settings, version))
     except Exception as exc:
         _engine.update(state="failed", detail=f"{type(exc).__name__}: {exc}"[-8000:])
         raise
-    _engine.update(state="ready", detail=None)
+    _engine.update(state="ready", detail=None, version=version_id)
 
 
 def _beat() -> None:

@@ -10,7 +10,7 @@ ALIVE_S; a worker killed with SIGKILL stops beating and drops out after that.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -33,6 +33,8 @@ def beat(session: Session, name: str, engine: str, state: str, detail: str | Non
     if w is None:
         w = Worker(name=name, engine=engine, started_at=now)
         session.add(w)
+    if w.engine_state != state or w.engine_since is None:
+        w.engine_since = now
     w.engine, w.engine_state, w.engine_detail, w.heartbeat_at = engine, state, detail, now
     session.execute(delete(Worker).where(Worker.heartbeat_at < now - FORGET_AFTER))
 
@@ -52,7 +54,7 @@ class Health:
     engine: str | None
     #: for `failed`: the error with the last lines of the engine's log
     detail: str | None
-    #: for `starting`: seconds since the worker started
+    #: for `starting`: seconds since the engine began to start (with the worker, or when a version was activated)
     starting_for_s: float | None
 
     @property
@@ -93,10 +95,10 @@ def health(session: Session, now: datetime | None = None) -> Health:
         found = [w for w in alive if w.engine_state == state]
         if found:
             w = found[0]
-            started = w.started_at if w.started_at.tzinfo else w.started_at.replace(tzinfo=timezone.utc)
+            since = w.engine_since or w.started_at
             return Health(
                 workers=len(alive), engine_state=state, engine=w.engine,
                 detail=w.engine_detail if state == "failed" else None,
-                starting_for_s=(now - started).total_seconds() if state == "starting" else None,
+                starting_for_s=(now - since).total_seconds() if state == "starting" else None,
             )  # fmt: skip
     raise AssertionError("unreachable: beat() stores only known states")

@@ -12,6 +12,7 @@ from sqlalchemy import update
 from app.db import session_scope
 from app.models import Reading, ReadingStatus, Worker, utcnow
 from app.services import health
+from app.services import models as mv
 from app.services.documents import ingest
 from app.services.readings import create_readings, get_reading
 from app.services.views import reading_progress
@@ -104,3 +105,35 @@ def test_the_page_says_a_reading_waits_for_a_worker_instead_of_a_frozen_eta(sett
     assert p.stalled and p.eta_s is None
     assert line.startswith("Paused after chunk 2 of 9: no worker is reading it")
     assert "ETA" not in line and "waited 10 min" in line
+
+
+def test_a_version_activated_later_is_shown_starting_and_timed_from_then(settings, monkeypatch):
+    """A worker up for ten minutes, then an admin activates a new version: the next pass merges and
+    starts it (minutes on a CPU). Meanwhile the heartbeat says "starting", counted from that moment,
+    not from the worker's start (else the estimate takes the start as long over)."""
+    import worker.celery_app as worker
+
+    seen = []
+
+    def engine_for(serving):  # the heartbeat thread's view while the engine is built
+        with session_scope(settings.resolved_database_url) as s:
+            health.beat(s, "w:1", "vllm-local", worker._engine["state"])
+        with session_scope(settings.resolved_database_url) as s:
+            seen.append((worker._engine["state"], health.health(s).starting_for_s))
+
+    monkeypatch.setattr(worker, "settings", settings)
+    monkeypatch.setattr(worker, "engine_for", engine_for)
+    monkeypatch.setattr(worker, "_engine", {"state": "ready", "detail": None, "version": None})
+    _beat(settings, "w:1", "ready")
+    with session_scope(settings.resolved_database_url) as s:
+        s.execute(update(Worker).values(started_at=utcnow() - timedelta(seconds=600)))
+
+    worker._start_engine()  # the same version: nothing to start
+    assert seen == [("ready", None)]
+
+    with session_scope(settings.resolved_database_url) as s:
+        version_id = mv.register_version(s, "newer", "smollm2", template_set="chunk-first", activate=True).id
+    worker._start_engine()
+    state, starting_for_s = seen[-1]
+    assert state == "starting" and starting_for_s is not None and starting_for_s < 60
+    assert worker._engine == {"state": "ready", "detail": None, "version": version_id}
