@@ -9,8 +9,8 @@ a real run takes the better part of an hour on a 2-core CPU, so this runs in pha
     python -m benchmarks.retrain_in_browser evaluate --url ...    # then waits for the table
     python -m benchmarks.retrain_in_browser promote --url ...     # and asks the held-out contract again
 
-`feedback` uploads training-split contracts of ../shared/data/contracts (and one whose id the app holds
-out: every fifth document), asks each its governing law in the Read tab, waits for the answers and
+`feedback` uploads the shortest training contracts of ../shared/data/contracts-train (the fifth gets an id
+the app holds out: every fifth document), asks each its governing law in the Read tab, waits for the answers and
 judges each in the browser against the expert answer (incorrect: with the corrected answer).
 Screenshots go to docs/screenshots/retrain-*.png. Embedded mode: the local user is the admin.
 """
@@ -18,21 +18,17 @@ Screenshots go to docs/screenshots/retrain-*.png. Embedded mode: the local user 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
 from pathlib import Path
 
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS
-from training.tasks import CONTRACTS_DIR
+from training.tasks import CONTRACTS_TRAIN_DIR, contract_cases, contract_ids
 
 ROOT = Path(__file__).resolve().parents[1]
-CONTRACTS = CONTRACTS_DIR
 SHOTS = ROOT / "docs" / "screenshots"
 QUESTION = "Which state's law governs this agreement?"
-#: short training-split contracts (training/tasks contract_ids("train")), with their governing law
-DOCS = ("cuad-004", "cuad-014", "cuad-028", "cuad-050", "cuad-037", "cuad-002", "cuad-019")
 
 
 def shot(page, name: str) -> None:  # noqa: ANN001
@@ -51,25 +47,38 @@ def choose(page, box: str, label_start: str) -> None:  # noqa: ANN001
     page.locator(f'ul[role=listbox] [role=option][aria-label^="{label_start}"]').first.click()
 
 
-def governing_law(case_id: str) -> tuple[Path, str]:
-    case = next(c for c in json.loads((CONTRACTS / "cases.json").read_text()) if c["id"] == case_id)
-    (qa,) = [q for q in case["qa"] if q["category"] == "Governing Law"][:1]
-    return CONTRACTS / case["txt"], qa["answer"]
+def training_contracts(n: int = 7) -> dict[str, tuple[Path, str]]:
+    """The `n` shortest training contracts whose experts name one governing law: id -> (text file, law).
+    Training ones only (contract_ids("train")): the feedback given here is trained on, and a dev or
+    held-out contract trained on would no longer measure anything."""
+    trainable = set(contract_ids("train"))
+    found = []
+    for case in contract_cases(CONTRACTS_TRAIN_DIR):
+        laws = [q["answer"] for q in case["qa"] if q["category"] == "Governing Law"]
+        if case["id"] in trainable and len(laws) == 1 and ";" not in laws[0]:
+            path = CONTRACTS_TRAIN_DIR / case["txt"]
+            found.append((path.stat().st_size, case["id"], path, laws[0]))
+    return {case_id: (path, law) for _, case_id, path, law in sorted(found)[:n]}
+
+
+#: id -> (text file, the expert's governing law)
+DOCS = training_contracts()
+#: the fifth uploaded: its document id (5 in a new app) is one the app holds out of training
+HELD = list(DOCS)[4]
 
 
 def feedback(page, url: str) -> None:  # noqa: ANN001
     api = page.request
     have = {d["filename"]: d for d in api.get(f"{url}/api/documents").json()}
     docs = {}
-    for case_id in DOCS:
-        path, _ = governing_law(case_id)
+    for case_id, (path, _) in DOCS.items():
         name = f"{case_id}.txt"
         docs[case_id] = have.get(name) or api.post(f"{url}/api/documents", multipart={"file": {
             "name": name, "mimeType": "text/plain", "buffer": path.read_bytes()}}).json()  # fmt: skip
     page.reload()  # the document list is the page's as it loaded
     page.locator("#ask").wait_for(state="visible", timeout=60_000)
     for case_id, doc in docs.items():
-        _, law = governing_law(case_id)
+        _, law = DOCS[case_id]
         name = f"{case_id}.txt"
         readings = api.get(f"{url}/api/documents/{doc['id']}/readings").json()
         if not any(r["question"] == QUESTION for r in readings):
@@ -79,8 +88,7 @@ def feedback(page, url: str) -> None:  # noqa: ANN001
             page.locator("#ask").click()
             page.locator("#readings [role=gridcell]").filter(has_text=QUESTION).first.wait_for(timeout=60_000)
             print(f"asked #{doc['id']} {name} (expert: {law})", flush=True)
-    for case_id in DOCS:
-        path, law = governing_law(case_id)
+    for case_id, (_, law) in DOCS.items():
         doc = next(d for d in api.get(f"{url}/api/documents").json() if d["filename"] == f"{case_id}.txt")
         deadline = time.monotonic() + 1800
         while True:
@@ -107,7 +115,7 @@ def feedback(page, url: str) -> None:  # noqa: ANN001
             page.locator("#corrected-answer textarea").fill(law)
         page.locator("#save-feedback").click()
         page.locator("#feedback-list").get_by_text("Saved:").first.wait_for(timeout=30_000)
-        if case_id == DOCS[0]:
+        if case_id == next(iter(DOCS)):
             shot(page, "feedback")
 
 
@@ -184,7 +192,7 @@ def promote(page, url: str, name: str) -> None:  # noqa: ANN001
         tab(page, "Models")
     active.first.wait_for(timeout=30_000)
     shot(page, "models")
-    doc = next(d for d in page.request.get(f"{url}/api/documents").json() if d["filename"] == f"{DOCS[4]}.txt")
+    doc = next(d for d in page.request.get(f"{url}/api/documents").json() if d["filename"] == f"{HELD}.txt")
     before = {r["id"] for r in page.request.get(f"{url}/api/documents/{doc['id']}/readings").json()}
     tab(page, "Read")
     choose(page, "#document", f"#{doc['id']} ")
@@ -194,8 +202,8 @@ def promote(page, url: str, name: str) -> None:  # noqa: ANN001
     (reading,) = [r for r in page.request.get(f"{url}/api/documents/{doc['id']}/readings").json()
                   if r["id"] not in before]  # fmt: skip
     print(
-        f"new reading #{reading['id']} of #{doc['id']} {DOCS[4]} (held out): model {reading['model']!r}, "
-        f"answered {reading['answer']!r}, expert {governing_law(DOCS[4])[1]!r}",
+        f"new reading #{reading['id']} of #{doc['id']} {HELD} (held out): model {reading['model']!r}, "
+        f"answered {reading['answer']!r}, expert {DOCS[HELD][1]!r}",
         flush=True,
     )
     shot(page, "after-promote")
