@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from app.db import session_scope
 from app.documents.parsing import page_of
 from app.models import Checkpoint, ModelVersion, Reading, ReadingStatus, utcnow
+from app.services.corrections import correction, keep
 from app.services.llm import engine_for
 from app.services.models import serving_settings
 from app.settings import Settings
@@ -60,6 +61,8 @@ class _Live:
     chunks: list[Chunk]
     cursor: int
     memory: str | None
+    #: what a person wrote in the memory and the reader must keep (app/services/corrections.py)
+    pinned: str | None = None
 
 
 def _claimable(settings: Settings, explicit: bool):  # an SQL condition
@@ -175,6 +178,7 @@ def _claim(
                     chunk_cache[key],
                     r.cursor,
                     memory,
+                    correction(r),
                 )
             )
     return claimed
@@ -371,6 +375,7 @@ def _step(url: str, agent: MemoryAgent, group: list[_Live]) -> set[int]:
 
 def _commit_step(url: str, x: _Live, completion: Completion, seconds: float) -> bool:
     chunk = x.chunks[x.cursor]
+    memory = keep(completion.text, x.pinned)
     with session_scope(url) as s:
         moved = s.execute(
             update(Reading)
@@ -383,7 +388,7 @@ def _commit_step(url: str, x: _Live, completion: Completion, seconds: float) -> 
             Checkpoint(
                 reading_id=x.id,
                 step=x.cursor + 1,
-                memory=completion.text,
+                memory=memory,
                 start_token=chunk.start_token,
                 end_token=chunk.end_token,
                 start_char=chunk.start_char,
@@ -396,7 +401,7 @@ def _commit_step(url: str, x: _Live, completion: Completion, seconds: float) -> 
             )
         )
     x.cursor += 1
-    x.memory = completion.text
+    x.memory = memory
     return True
 
 

@@ -144,6 +144,40 @@ def test_a_branch_of_a_branch_resumes_correctly(db_settings, tokenizer):
     assert [(r.id, r.parent_reading_id, r.branched_at_step) for r in tree] == [(b, a, 2), (c, b, 4), (d, b, 1)]
 
 
+def forget(prompt: str) -> str:
+    """A reader that keeps only the chunk's last island, dropping whatever its memory held; it answers its memory."""
+    if "<section>" in prompt:
+        return "+" + re.findall(r"island number (\d+)", prompt)[-1]
+    return carry(prompt)
+
+
+def test_a_persons_correction_stays_in_the_memory_to_the_answer(db_settings, tokenizer):
+    doc, _ = documents.add_document(db_settings, "islands.txt", TEXT.encode())
+    (a,) = readings.ask(db_settings, doc.id, ["Which islands?"], enqueue=False)
+    runner.run_readings(db_settings, [a.id], FakeEngine(tokenizer, forget))
+    original = readings.show(db_settings, a.id)
+    own = [c.memory for c in original.checkpoints]  # the reader's: "+island", one a step
+    assert len(own) >= 5 and "\n" not in "".join(own)
+
+    def read_on(memory: str, reading: int, step: int) -> tuple[list[str], str]:
+        branch = readings.edit(db_settings, reading, step, memory, enqueue=False).id
+        runner.run_readings(db_settings, [branch], FakeEngine(tokenizer, forget))
+        got = readings.show(db_settings, branch)
+        return branch, [c.memory for c in got.checkpoints[step:]], got.answer
+
+    # What a person adds is put back where the reader dropped it, ahead of what it wrote; what they left is not.
+    b, later, answer = read_on(f"{own[1]}\nThe key: under the mat.", a.id, 2)
+    assert later == [f"The key: under the mat.\n{m}" for m in own[2:]] and "under the mat" in answer
+    # A branch of it keeps what they kept of that correction and what they add; a line they delete goes.
+    _, later, _ = read_on("The boat: Mondays.\nThe key: under the mat.", b, 4)
+    assert later == [f"The boat: Mondays.\nThe key: under the mat.\n{m}" for m in own[4:]]
+    _, later, answer = read_on("The boat: Mondays.", b, 4)
+    assert later == [f"The boat: Mondays.\n{m}" for m in own[4:]] and "mat" not in answer
+    # An edit that only deletes pins nothing: the reader's own memories follow.
+    _, later, _ = read_on("No relevant information yet.", a.id, 2)
+    assert later == own[2:]
+
+
 def test_the_step_count_is_the_length_of_the_timeline(db_settings, tokenizer):
     """What the Read tab's timeline checks each tick (one light query) counts what the timeline shows."""
     a = _answered(db_settings, tokenizer)
