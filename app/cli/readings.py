@@ -417,8 +417,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "edit",
         help="edit the memory at a step and resume from it: a new branch, read here",
         description="Makes a branch of the reading: it shares steps 1..K-1, has MEMORY as step K "
-        "and reads on from chunk K+1 to a new answer, in this process as `ask` does. The original "
-        "reading never changes; editing the last step only re-answers.",
+        "and reads on from chunk K+1 to a new answer, in this process as `ask` does. The lines MEMORY adds "
+        "or changes stay in every later memory. The original reading never changes; editing the last step "
+        "only re-answers.",
     )
     ed.add_argument("reading", metavar="READING_ID", help="the reading to branch from")
     ed.add_argument("--step", type=int, required=True, metavar="K", help="the step (1-based) whose memory to replace")

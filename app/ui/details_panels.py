@@ -39,7 +39,7 @@ class ReadingDetailsPanels:
                     label="The chunk the agent read", lines=8, max_lines=16, interactive=False, elem_id="step-chunk"
                 )
                 self.step_memory = gr.Textbox(
-                    label="The memory it wrote (edit it, then resume from it)",
+                    label="The memory it wrote (edit, then resume: your lines stay)",
                     lines=8,
                     max_lines=16,
                     interactive=True,

@@ -159,7 +159,7 @@ def test_a_persons_correction_stays_in_the_memory_to_the_answer(db_settings, tok
     own = [c.memory for c in original.checkpoints]  # the reader's: "+island", one a step
     assert len(own) >= 5 and "\n" not in "".join(own)
 
-    def read_on(memory: str, reading: int, step: int) -> tuple[list[str], str]:
+    def read_on(memory: str, reading: int, step: int) -> tuple[int, list[str], str]:
         branch = readings.edit(db_settings, reading, step, memory, enqueue=False).id
         runner.run_readings(db_settings, [branch], FakeEngine(tokenizer, forget))
         got = readings.show(db_settings, branch)
