@@ -275,8 +275,9 @@ class TrainConfig(BaseModel):
         "float32",
         description="Compute precision of the forward passes (autocast); weights, gradients and the "
         "optimizer stay float32. bfloat16 ran a LoRA forward + backward 1.7-2.1x faster than float32 on an "
-        "AVX-512-BF16 CPU and is what vLLM samples in, but a CPU without bf16 instructions (AVX2 only) emulates it: "
-        "there the first step of small-dagger.toml took 233 s in float32 and over 11 minutes in bfloat16. "
+        "AVX-512-BF16 CPU and is what vLLM samples in, but a CPU without bf16 instructions (AVX2 only) emulates it "
+        "(the first step of small-dagger.toml took 233 s in float32 and over 11 minutes in bfloat16), so there a run "
+        "computes in float32 whatever this says, and its log says so. "
         "float32 keeps the sampled and trained log-probabilities bit-equal.",
     )
     rollout_batch: int = Field(

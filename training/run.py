@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from inference.agent import AgentConfig
-from inference.vllm_server import cpu_dtype
 from training.config import TrainConfig
 from training.data import TaskSource
 from training.trainer import Trainer, init_distributed
@@ -76,8 +75,11 @@ def train(
                 f"training into {run_dir} on {trainer.device}: {trainer.total_steps} steps ({config.sft_steps} SFT, "
                 f"{config.rl_steps} RL)"
             )
-        if warning := emulated_bfloat16(config.precision, trainer.device.type):
-            say(warning)
+        if trainer.precision != config.precision:
+            say(
+                f'precision = "{config.precision}" runs in {trainer.precision}: this CPU has no bfloat16 instructions '
+                "(AVX-512 BF16, AMX) and would emulate it, many times slower"
+            )
         if progress and trainer.rank == 0:
             progress(trainer.step, trainer.total_steps)
 
@@ -98,22 +100,3 @@ def train(
         )
     )
     return trainer
-
-
-def emulated_bfloat16(precision: str, device_type: str, cpuinfo: str | None = None) -> str | None:
-    """What to say when a run asks for bfloat16 on a CPU that only emulates it (AVX2, no AVX-512 BF16 or
-    AMX): the run goes on as configured, many times slower than in float32.
-
-    >>> 'Set precision = "float32"' in emulated_bfloat16("bfloat16", "cpu", "flags : fpu avx2")
-    True
-    >>> [emulated_bfloat16(p, d, "flags : avx2 " + f) for p, d, f in [("bfloat16", "cpu", "avx512_bf16"),
-    ...  ("bfloat16", "cuda", ""), ("float32", "cpu", "")]]
-    [None, None, None]
-    """
-    if precision != "bfloat16" or device_type != "cpu" or cpu_dtype(cpuinfo) == "bfloat16":
-        return None
-    return (
-        'warning: this CPU has no bfloat16 instructions (AVX-512 BF16, AMX), so precision = "bfloat16" is '
-        "emulated: many times slower than float32 (on a 2-core AVX2 EPYC, one step of small-sft-anchor.toml had "
-        'not finished after 13 minutes, against 156 s in float32). Set precision = "float32" in the config.'
-    )

@@ -49,6 +49,7 @@ from training.policy import (
     pick_device,
     prompt_ids,
     reference_log_probs,
+    run_precision,
     sft_loss,
     target_ids,
 )
@@ -103,6 +104,7 @@ class Trainer:
         if config.threads:
             torch.set_num_threads(config.threads)
         self.device = pick_device(config.device)
+        self.precision = run_precision(config.precision, self.device.type)
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
             torch.backends.cuda.matmul.allow_tf32 = True  # float32 weights, TF32 matmuls: ~8x on Hopper
@@ -451,7 +453,7 @@ class Trainer:
 
     def _autocast(self) -> torch.autocast:
         """Forward passes in `precision` (weights and gradients stay float32)."""
-        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.config.precision == "bfloat16")
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16")
 
     def _seed(self) -> int:
         return self.config.seed * 1_000_003 + self.step

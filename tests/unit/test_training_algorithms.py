@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from training.algorithms import clipped_policy_loss, group_advantages, informative_groups, k3_kl, token_log_probs
-from training.policy import Row, fewer_anchors
+from training.policy import Row, fewer_anchors, run_precision
 
 
 @pytest.mark.parametrize(
@@ -26,7 +26,7 @@ from training.policy import Row, fewer_anchors
         "training.tasks.oracle",
         "training.rollout_server",
         "training.interpolate",
-        "training.run",
+        "training.policy",
         "inference.dates",  # the verifier's dates, which the agent's answers use too
     ],
 )
@@ -95,3 +95,18 @@ def test_a_step_keeps_every_taught_row_and_at_most_so_many_anchored_ones() -> No
     assert sum(r.anchor for r in kept) == 3
     assert [r.completion_ids[0] for r in kept] == sorted(r.completion_ids[0] for r in kept)  # in their order
     assert fewer_anchors(rows, 8, random.Random(0)) == rows
+
+
+@pytest.mark.parametrize(
+    ("flags", "device", "asked", "runs"),
+    [
+        ("fpu avx avx2 fma", "cpu", "bfloat16", "float32"),  # AVX2 only: bfloat16 would be emulated, >5x slower
+        ("fpu avx2 avx512f avx512bw", "cpu", "bfloat16", "float32"),  # AVX-512 without its BF16 extension
+        ("fpu avx2 avx512f avx512_bf16", "cpu", "bfloat16", "bfloat16"),
+        ("fpu avx2 amx_bf16 amx_tile", "cpu", "bfloat16", "bfloat16"),
+        ("fpu avx avx2 fma", "cuda", "bfloat16", "bfloat16"),  # a GPU computes it natively, whatever the CPU
+        ("fpu avx2 avx512f avx512_bf16", "cpu", "float32", "float32"),  # float32 is never changed
+    ],
+)
+def test_a_runs_precision_follows_the_cpu(flags: str, device: str, asked: str, runs: str) -> None:
+    assert run_precision(asked, device, f"processor\t: 0\nflags\t\t: {flags}\n") == runs
