@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from training.suites import SPLITS, suite_documents
+
 
 def note(kind: str, gold: str) -> str:
     """The correction a person would type: the category and the expert's answer.
@@ -35,7 +37,7 @@ def note(kind: str, gold: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--split", choices=("dev", "held-out"), default="dev", help="training/suites.py's contracts")
+    ap.add_argument("--split", choices=SPLITS, default="dev", help="training/suites.py's contracts")
     ap.add_argument("--limit", type=int, default=8, help="the split's first N contracts (default 8)")
     ap.add_argument("--out", type=Path, default=Path("runs/benchmarks/edits-kept.json"))
     args = ap.parse_args(argv)
@@ -47,7 +49,6 @@ def main(argv: list[str] | None = None) -> None:
     from app.settings import Settings
     from training.evaluate import wilson
     from training.misses import holds
-    from training.suites import suite_documents
     from training.verifier import sub_em
 
     settings = Settings(data_dir=Path(tempfile.mkdtemp(prefix="edits-kept-")))

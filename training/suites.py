@@ -6,11 +6,14 @@ document across it, and `tests/unit/test_suites.py` pins it. The contract ids ar
 (base.py), whose training draws exclude every one of them (`NOT_FOR_TRAINING`).
 
 - `contracts`: the 60 CUAD contracts with PDFs (`contracts/`), their 8 extraction categories. Held out: the
-  20 of `HELD_OUT_CONTRACTS` that no reader was trained on, and 10 more (every sixth id from cuad-001);
-  dev the other 30. The upload is the PDF.
+  20 of `HELD_OUT_CONTRACTS` (every third id), the only ones no reader was trained on; dev 30 of the other 40
+  (every reader of the shipped lineage was trained on all 40, `CONTRACTS_TRAINED_ON`). The upload is the PDF.
+  `held-out-v1`, the held-out split until 2026-12-05, adds the other 10 (every sixth id from cuad-001) to the
+  20: a reader reported before then can be read again on the set its record used
+  (docs/experiments/2026-12-05-clean-held-out.md).
 - `clauses`: the 33 yes/no clause categories of `contracts-train/cases.jsonl` (each question carries CUAD's
   description of its category), on 30 dev and 30 held-out contracts of that set (a seeded sample of 60,
-  alternately dev and held-out).
+  alternately dev and held-out), none of them ever read by training (the same in `held-out-v1`).
 - `books`: the hand-written questions on the four novels (`training/questions/<stem>.jsonl`, loaded by
   `training.book_questions`), Little Women held out. Dev is the training novels, so training draws none of
   these questions, only those made from dialogue tags (`training.evidence_tasks.book_questions`).
@@ -37,6 +40,7 @@ from training.tasks import (
     CLAUSES_HELD_OUT,
     CONTRACTS_DEV,
     CONTRACTS_HELD_OUT,
+    CONTRACTS_HELD_OUT_V1,
     CONTRACTS_TRAIN_DIR,
     DATA_DIR,
     HELD_OUT_BOOKS,
@@ -51,8 +55,9 @@ from training.tasks import (
 )
 from training.tasks.cuad_questions import YES_NO
 
-EvalSplit = Literal["dev", "held-out"]
-SPLITS: tuple[EvalSplit, ...] = ("dev", "held-out")
+EvalSplit = Literal["dev", "held-out", "held-out-v1"]
+#: `held-out-v1` is the held-out split of 2026-11-28 to 2026-12-05 (its contracts include 10 trained on)
+SPLITS: tuple[EvalSplit, ...] = ("dev", "held-out", "held-out-v1")
 SUITES: tuple[str, ...] = ("contracts", "clauses", "books", "synthetic")
 
 BOOKS_HELD_OUT: tuple[str, ...] = HELD_OUT_BOOKS  # Little Women
@@ -63,20 +68,26 @@ DEV_SEED = -38
 #: planted-fact lengths (None: the whole book); the dev novels are shorter than Little Women, so no 128K
 SYNTHETIC_LENGTHS: dict[EvalSplit, tuple[int | None, ...]] = {
     "held-out": (2048, 8192, 32768, 131072, None),
+    "held-out-v1": (2048, 8192, 32768, 131072, None),
     "dev": (2048, 8192, 32768, None),
+}
+
+_HELD_OUT = {"contracts": CONTRACTS_HELD_OUT, "clauses": CLAUSES_HELD_OUT, "books": BOOKS_HELD_OUT,
+             "synthetic": BOOKS_HELD_OUT}  # fmt: skip
+_SPLIT_IDS: dict[EvalSplit, dict[str, tuple[str, ...]]] = {
+    "dev": {"contracts": CONTRACTS_DEV, "clauses": CLAUSES_DEV, "books": BOOKS_DEV, "synthetic": BOOKS_DEV},
+    "held-out": _HELD_OUT,
+    "held-out-v1": {**_HELD_OUT, "contracts": CONTRACTS_HELD_OUT_V1},
 }
 
 
 def split_ids(suite: str, split: EvalSplit) -> tuple[str, ...]:
     """The documents of a suite's split: contract ids, or book stems for books and synthetic."""
     if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; choose {' or '.join(SPLITS)}")
-    held = split == "held-out"
-    table = {"contracts": (CONTRACTS_DEV, CONTRACTS_HELD_OUT), "clauses": (CLAUSES_DEV, CLAUSES_HELD_OUT),
-             "books": (BOOKS_DEV, BOOKS_HELD_OUT), "synthetic": (BOOKS_DEV, BOOKS_HELD_OUT)}  # fmt: skip
-    if suite not in table:
+        raise ValueError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
+    if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; choose from {', '.join(SUITES)}")
-    return table[suite][held]
+    return _SPLIT_IDS[split][suite]
 
 
 @dataclass(frozen=True)
@@ -180,7 +191,7 @@ def _synthetic(
     dev: of the training novels at DEV_SEED. One question per 4K tokens of a document."""
     from training.evaluate import facts_per_doc
 
-    book_split, seed = ("held-out", 0) if split == "held-out" else ("train", DEV_SEED)
+    book_split, seed = ("train", DEV_SEED) if split == "dev" else ("held-out", 0)
     docs: list[EvalDocument] = []
     for doc_tokens in lengths:
         tasks = synthetic_tasks(tokenizer, book_split, doc_tokens, n, seed=seed, kinds=kinds,

@@ -7,15 +7,52 @@ import json
 import pytest
 
 from training import suites as s
-from training.tasks import DATA_DIR, HELD_OUT_CONTRACTS, contract_ids, contract_tasks, trainable_contract
+from training.tasks import (
+    CONTRACTS_TRAINED_ON,
+    DATA_DIR,
+    HELD_OUT_CONTRACTS,
+    contract_ids,
+    contract_tasks,
+    trainable_contract,
+)
+
+#: the first split's held-out contracts that readers had been trained on (every sixth id from cuad-001)
+TRAINED_BEFORE_THE_SPLIT = {f"cuad-{i:03d}" for i in range(1, 60, 6)}
 
 
-def test_contract_split_sizes_disjoint_and_holds_out_every_untrained_contract():
+def test_contract_split_sizes_disjoint_and_holds_out_only_untrained_contracts():
     dev, held = set(s.CONTRACTS_DEV), set(s.CONTRACTS_HELD_OUT)
-    assert len(dev) == len(s.CONTRACTS_DEV) == 30 and len(held) == len(s.CONTRACTS_HELD_OUT) == 30
+    assert len(dev) == len(s.CONTRACTS_DEV) == 30 and len(held) == len(s.CONTRACTS_HELD_OUT) == 20
     assert not dev & held
-    assert dev | held == set(contract_ids("all"))  # all 60 contracts with PDFs, each on one side
-    assert set(HELD_OUT_CONTRACTS) <= held and len(held - set(HELD_OUT_CONTRACTS)) == 10
+    assert held == set(HELD_OUT_CONTRACTS)  # every third id: the only contracts no reader was trained on
+    assert dev | held | TRAINED_BEFORE_THE_SPLIT == set(contract_ids("all"))  # all 60 contracts with PDFs
+
+
+def test_no_held_out_contract_was_ever_trained_on():
+    """Until commit 5365ec0 training's contracts were every contracts/ id outside HELD_OUT_CONTRACTS: the 30 dev
+    contracts and 10 that the first split held out. The clauses suite's contracts were never trainable."""
+    assert CONTRACTS_TRAINED_ON == set(contract_ids("all")) - set(HELD_OUT_CONTRACTS)
+    assert CONTRACTS_TRAINED_ON == set(s.CONTRACTS_DEV) | TRAINED_BEFORE_THE_SPLIT
+    for suite in ("contracts", "clauses"):
+        held = set(s.split_ids(suite, "held-out"))
+        assert not held & CONTRACTS_TRAINED_ON and not any(trainable_contract(i) for i in held)
+
+
+def test_the_first_held_out_split_stays_addressable():
+    old = s.split_ids("contracts", "held-out-v1")
+    assert old == s.CONTRACTS_HELD_OUT_V1 and len(old) == len(set(old)) == 30
+    assert set(old) == set(HELD_OUT_CONTRACTS) | TRAINED_BEFORE_THE_SPLIT
+    assert set(old) & CONTRACTS_TRAINED_ON == TRAINED_BEFORE_THE_SPLIT
+    assert not any(trainable_contract(i) for i in old)
+    for suite in ("clauses", "books", "synthetic"):
+        assert s.split_ids(suite, "held-out-v1") == s.split_ids(suite, "held-out")
+
+
+@pytest.mark.parametrize("split", s.SPLITS)
+def test_longread_eval_takes_every_split(split):
+    from app.cli import build_parser
+
+    assert build_parser().parse_args(["eval", "--split", split]).split == split
 
 
 def test_clause_split_sizes_disjoint_and_in_contracts_train():

@@ -17,7 +17,8 @@
 
 Splits are by document, never by question (`TRAIN_BOOKS`/`HELD_OUT_BOOKS`; training contracts are those of
 contracts-train that no evaluation suite reads, `NOT_FOR_TRAINING`), so a dev or held-out score never benefits
-from having read the same text in training.
+from having read the same text in training. Until 2026-11-28 training read the 40 contracts/ contracts outside
+`HELD_OUT_CONTRACTS` (`CONTRACTS_TRAINED_ON`), so the held-out contracts are those 20 alone.
 
 `evidence` are exact substrings of `document`; `oracle_memories` turns them into the memory a perfect
 reader would hold after each chunk, and `oracle_answer` into its answer: the SFT warm-start targets.
@@ -38,7 +39,9 @@ from training.tasks.base import (
     CONTRACTS_DEV,
     CONTRACTS_DIR,
     CONTRACTS_HELD_OUT,
+    CONTRACTS_HELD_OUT_V1,
     CONTRACTS_TRAIN_DIR,
+    CONTRACTS_TRAINED_ON,
     DATA_DIR,
     DEFAULT_CURRICULUM,
     HELD_OUT_BOOKS,
@@ -78,7 +81,9 @@ __all__ = [
     "CONTRACTS_DEV",
     "CONTRACTS_DIR",
     "CONTRACTS_HELD_OUT",
+    "CONTRACTS_HELD_OUT_V1",
     "CONTRACTS_TRAIN_DIR",
+    "CONTRACTS_TRAINED_ON",
     "DATA_DIR",
     "DEFAULT_CURRICULUM",
     "HELD_OUT_BOOKS",
