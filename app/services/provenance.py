@@ -18,9 +18,9 @@ from functools import cache
 from app.db import session_scope
 from app.documents.base import page_of
 from app.services.readings import require_reading
-from app.services.sentences import sentences
 from app.services.users import UserView, resolve_actor
 from app.settings import Settings
+from inference.sentences import sentences
 
 __all__ = [
     "SourceView",

@@ -15,8 +15,8 @@ import pytest
 from app.db import session_scope
 from app.documents.pages import SCALE
 from app.models import Checkpoint, Document, Reading, ReadingStatus
-from app.services.sentences import sentences
 from app.settings import Settings
+from inference.sentences import sentences
 from tests.browser.uihelpers import BROKEN_WORDS, watch
 from tests.conftest import ARTIFACTS
 from training.tasks import DATA_DIR

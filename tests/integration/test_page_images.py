@@ -105,7 +105,7 @@ def _yellow_share(image, box: tuple[float, float, float, float]) -> float:
 def test_a_passage_is_highlighted_on_its_page_where_pdfium_prints_it(settings):
     from PIL import Image
 
-    from app.services.sentences import sentences
+    from inference.sentences import sentences
 
     data = CONTRACT.read_bytes()
     doc, _ = documents.add_document(settings, "contract.pdf", data)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.services.sentences import sentences
+from inference.sentences import sentences
 
 
 def _texts(text: str | None) -> list[str]:
