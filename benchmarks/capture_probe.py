@@ -115,6 +115,20 @@ def final_memory(read: dict, q: int, budget: int, threshold: float) -> list:
     return memory
 
 
+def chunk_rank(read: dict, q: int, evidence: list[tuple[int, int]]) -> int | None:
+    """The best rank (1 = first) an evidence sentence gets among its own chunk's sentences: how well the scorer
+    orders a chunk, whatever its scores are worth against other chunks'. Ties go to the earlier sentence, as in
+    `assemble`. None without located evidence."""
+    from training.capture_rows import labels
+
+    row, chunk_of, best = read["scores"][q], read["chunk_of"], None
+    for i in np.nonzero(labels(read["spans"], evidence))[0]:
+        mine = np.nonzero(chunk_of == chunk_of[i])[0]
+        rank = int((row[mine] > row[i]).sum() + ((row[mine] == row[i]) & (mine < i)).sum()) + 1
+        best = rank if best is None else min(best, rank)
+    return best
+
+
 def judge(read: dict, budget: int, threshold: float) -> list[dict]:
     from inference.capture import render
     from training.misses import holds, unanswerable
@@ -124,10 +138,12 @@ def judge(read: dict, budget: int, threshold: float) -> list[dict]:
     for q, task in enumerate(read["tasks"]):
         memory = final_memory(read, q, budget, threshold)
         ev = evidence_spans(read["text"], task.evidence)
+        rank = chunk_rank(read, q, ev)
         out.append({"id": task.id, "group": group_of(task), "no": unanswerable(task.answers),
                     "held": bool(memory) and holds(render(memory), task.answers, task.evidence),
                     "overlap": any(s.start < b and a < s.end for s in memory for a, b in ev),
-                    "kept": bool(memory), "best": float(read["scores"][q].max(initial=-math.inf))})  # fmt: skip
+                    "kept": bool(memory), "best": float(read["scores"][q].max(initial=-math.inf)),
+                    "rank": rank})  # fmt: skip
     return out
 
 
@@ -137,15 +153,18 @@ def table(rows: list[dict], suite: str) -> list[dict]:
     by = defaultdict(list)
     for r in rows:
         by[r["group"]].append(r)
-        if suite == "contracts":
-            by["all 8"].append(r)
+        if suite in ("contracts", "books", "synthetic"):
+            by["all 8" if suite == "contracts" else "all"].append(r)
     out = []
     for group, rs in sorted(by.items()):
         key = "kept" if all(r["no"] for r in rs) else "held"
         k, n = sum(r[key] for r in rs), len(rs)
         lo, hi = wilson(k, n)
-        out.append({"group": group, "measure": key, "k": k, "n": n, "rate": k / n, "low": lo, "high": hi,
-                    "overlap": sum(r["overlap"] for r in rs) / n})  # fmt: skip
+        ranked = [r["rank"] for r in rs if r["rank"] is not None]
+        out.append({"group": group, "measure": key, "k": k, "n": n, "rate": k / n, "low": max(0.0, lo), "high": hi,
+                    "overlap": sum(r["overlap"] for r in rs) / n, "ranked": len(ranked),
+                    "top1": sum(x == 1 for x in ranked) / len(ranked) if ranked else None,
+                    "top3": sum(x <= 3 for x in ranked) / len(ranked) if ranked else None})  # fmt: skip
     return out
 
 
@@ -164,6 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--policy", choices=("lexical", "smollm2", "reader"), default="lexical")
     ap.add_argument("--suites", nargs="+", choices=SUITES, default=list(SUITES))
     ap.add_argument("--limit", type=int, default=None, help="first N documents of each suite (of each length)")
+    ap.add_argument("--max-chunks", type=int, default=None, help="skip documents of more chunks (a cheap subset)")
     ap.add_argument("--questions", type=int, default=None, help="first N questions of each document")
     ap.add_argument("--lengths", nargs="+", default=["2048", "32768"], help="planted-fact lengths; 'book' whole")
     ap.add_argument("--budgets", nargs="+", type=int, default=list(BUDGETS), help="memory_tokens to assemble at")
@@ -175,6 +195,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     from transformers import AutoTokenizer
 
+    from inference.chunking import token_starts
     from inference.models import model_folder
     from training.suites import suite_documents
 
@@ -186,6 +207,8 @@ def main(argv: list[str] | None = None) -> None:
     for suite in args.suites:
         docs = suite_documents(suite, "dev", tokenizer=tok, limit=args.limit, lengths=lengths)
         reads[suite] = []
+        if args.max_chunks:
+            docs = [d for d in docs if len(token_starts(d.text, tok)) <= args.max_chunks * args.chunk_tokens]
         for doc in docs:
             keep = Path("runs/probe/scores") / args.policy / f"{suite}-{doc.id}.npz"  # re-assembled without a model
             if args.from_scores:
@@ -222,7 +245,9 @@ def main(argv: list[str] | None = None) -> None:
         for key, rows in entry["tables"].items():
             for t in rows:
                 print(f"{key:>9} {t['group']:<36} {t['measure']:<5} {t['k']:>4}/{t['n']:<4} {t['rate']:6.1%} "
-                      f"[{t['low']:.1%}, {t['high']:.1%}]  overlap {t['overlap']:.1%}")  # fmt: skip
+                      f"[{t['low']:.1%}, {t['high']:.1%}]  overlap {t['overlap']:.1%}"
+                      + (f"  in-chunk top1 {t['top1']:.0%} top3 {t['top3']:.0%} of {t['ranked']}"
+                         if t["ranked"] else ""))  # fmt: skip
     out = args.out or Path("runs/probe") / f"{args.policy}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
