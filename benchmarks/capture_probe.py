@@ -115,6 +115,22 @@ def final_memory(read: dict, q: int, budget: int, threshold: float) -> list:
     return memory
 
 
+def transformed(scores: np.ndarray, chunk_of: np.ndarray, how: str) -> np.ndarray:
+    """The scores as kept: `raw`, or `chunk-share`, log P(i | not none) = s_i - logsumexp of its chunk's s (from
+    the pointer's log-odds against none; the chunk's order stays, what moves is how chunks compare).
+
+    >>> transformed(np.log([[1.0, 3.0, 2.0]]), np.array([0, 0, 1]), "chunk-share").round(3).tolist()
+    [[-1.386, -0.288, 0.0]]
+    """
+    if how == "raw":
+        return scores
+    out = scores.copy()
+    for k in np.unique(chunk_of):
+        mine = chunk_of == k
+        out[:, mine] -= np.logaddexp.reduce(scores[:, mine], axis=1, keepdims=True)
+    return out
+
+
 def chunk_rank(read: dict, q: int, evidence: list[tuple[int, int]]) -> int | None:
     """The best rank (1 = first) an evidence sentence gets among its own chunk's sentences: how well the scorer
     orders a chunk, whatever its scores are worth against other chunks'. Ties go to the earlier sentence, as in
@@ -187,8 +203,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--questions", type=int, default=None, help="first N questions of each document")
     ap.add_argument("--lengths", nargs="+", default=["2048", "32768"], help="planted-fact lengths; 'book' whole")
     ap.add_argument("--budgets", nargs="+", type=int, default=list(BUDGETS), help="memory_tokens to assemble at")
+    ap.add_argument(
+        "--transform",
+        choices=("raw", "chunk-share"),
+        default="raw",
+        help="chunk-share: a sentence's log share of its chunk's labels, none left out",
+    )
     ap.add_argument("--chunk-tokens", type=int, default=1024)
     ap.add_argument("--from-scores", action="store_true", help="assemble from the scores a run saved, no model")
+    ap.add_argument("--resume", action="store_true", help="reuse the saved scores of documents already read")
     ap.add_argument("--out", type=Path, default=None, help="default runs/probe/<policy>.json")
     args = ap.parse_args(argv)
 
@@ -211,15 +234,18 @@ def main(argv: list[str] | None = None) -> None:
             docs = [d for d in docs if len(token_starts(d.text, tok)) <= args.max_chunks * args.chunk_tokens]
         for doc in docs:
             keep = Path("runs/probe/scores") / args.policy / f"{suite}-{doc.id}.npz"  # re-assembled without a model
+            if keep.is_file() and (args.from_scores or args.resume):
+                reads[suite].append(load_read(keep, doc))
+                continue
             if args.from_scores:
-                if keep.is_file():
-                    reads[suite].append(load_read(keep, doc))
                 continue
             r = read_document(doc, tok, scorer, args.chunk_tokens, args.questions)
             reads[suite].append(r)
             save_read(keep, r)
             print(f"{suite} {doc.id}: {r['chunks']} chunks, {len(r['tasks'])} questions, {r['seconds']:.1f} s",
                   flush=True)  # fmt: skip
+    for r in [r for rs in reads.values() for r in rs]:
+        r["scores"] = transformed(r["scores"], r["chunk_of"], args.transform)
     no_best = [float(r["scores"][q].max(initial=-math.inf)) for r in reads.get("clauses", [])
                for q, t in enumerate(r["tasks"]) if t.answers == ("No",)]  # fmt: skip
     thresholds = {"fill": -math.inf}
