@@ -16,8 +16,9 @@ the "No" clause questions reach (their highest score; set on these same dev ques
 keeps a clause for at most a fifth of "No" questions. `auroc`: how well a question's best score tells a "Yes"
 clause from a "No".
 
-Policies: `lexical` (question word overlap, the floor), `smollm2` (the untrained model as a pointer scorer,
-inference/capture_scorer.py), `reader` (the same with the shipped adapter merged).
+Policies: `lexical` (question word overlap, the floor), `lead` (the document's first sentences, a positional
+floor), `smollm2` (the untrained model as a pointer scorer, inference/capture_scorer.py), `reader` (the same with
+the shipped adapter merged).
 
     OMP_NUM_THREADS=1 nice -n 19 .venv/bin/python -m benchmarks.capture_probe --policy lexical
     ... --policy reader --suites contracts synthetic --limit 30    # runs/probe/<policy>.json
@@ -71,6 +72,8 @@ def read_document(doc: Any, tok: Any, scorer: Any, chunk_tokens: int, max_questi
     text, tasks = doc.text, doc.tasks[:max_questions]
     chunks = split_into_chunks(text, tok, chunk_tokens)
     spans = document_spans(text)
+    if hasattr(scorer, "start_document"):
+        scorer.start_document()
     parts, scores, chunk_of = [], [], []
     t = time.time()
     for c in chunks:
@@ -184,6 +187,22 @@ def table(rows: list[dict], suite: str) -> list[dict]:
     return out
 
 
+class LeadScorer:
+    """The document's first sentences first, whatever the question: the floor a positional prior gives (a contract's
+    title, parties and date open it)."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+    def start_document(self) -> None:
+        self.seen = 0
+
+    def score(self, chunk: list[str], questions: list[str]) -> list[list[float]]:
+        scores = [-float(self.seen + i) for i in range(len(chunk))]
+        self.seen += len(chunk)
+        return [scores for _ in questions]
+
+
 def make_scorer(policy: str) -> Any:
     from inference.capture import LexicalScorer
     from inference.capture_scorer import PointerScorer
@@ -191,12 +210,14 @@ def make_scorer(policy: str) -> Any:
 
     if policy == "lexical":
         return LexicalScorer()
+    if policy == "lead":
+        return LeadScorer()
     return PointerScorer.from_folder(model_folder({"smollm2": "smollm2", "reader": "smollm2-reader"}[policy]))
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--policy", choices=("lexical", "smollm2", "reader"), default="lexical")
+    ap.add_argument("--policy", choices=("lexical", "lead", "smollm2", "reader"), default="lexical")
     ap.add_argument("--suites", nargs="+", choices=SUITES, default=list(SUITES))
     ap.add_argument("--limit", type=int, default=None, help="first N documents of each suite (of each length)")
     ap.add_argument("--max-chunks", type=int, default=None, help="skip documents of more chunks (a cheap subset)")
