@@ -24,25 +24,30 @@ CUE = "The relevant sentence is ["
 _SLOT = "\x00"
 
 
+def label_log_probs(first: torch.Tensor, second: torch.Tensor | None, n: int) -> torch.Tensor:
+    """log P(label) for the labels 0 (none) to n, differentiable: from the logits of the first digit (`first`,
+    digits 0-9) and of what follows each first digit d in 1..n//10 (`second[d-1]`: "]" then digits 0-9), every step
+    normalised over the continuations that make a label. Training's loss reads these; `pointer_scores` too."""
+    if n > 99:
+        raise ValueError("the pointer labels are the numbers 1 to 99")
+    log1 = torch.log_softmax(first[: min(n, 9) + 1].double(), 0)
+    labels = [log1[i] for i in range(min(n, 9) + 1)]
+    for d in range(1, n // 10 + 1):
+        last = min(9, n - 10 * d)
+        log2 = torch.log_softmax(torch.cat([second[d - 1][:1], second[d - 1][1 : last + 2]]).double(), 0)
+        labels[d] = log1[d] + log2[0]  # "]" ends label d; digit e makes label 10d + e
+        labels += [log1[d] + log2[1 + e] for e in range(last + 1)]
+    return torch.stack(labels)
+
+
 def pointer_scores(first: torch.Tensor, second: torch.Tensor | None, n: int) -> list[float]:
-    """Scores of labels 1..n from the logits of the first digit (`first`, digits 0-9) and of what follows each
-    first digit d in 1..n//10 (`second[d-1]`: "]" then digits 0-9): log P(i) - log P(0), every step normalised
-    over the continuations that make a label.
+    """Scores of labels 1..n: log P(i) - log P(0), the log-odds against "none" (`label_log_probs`).
 
     >>> pointer_scores(torch.tensor([0.0, 1.0, 0.0, 5.0] + [9.0] * 6), None, 2)
     [1.0, 0.0]
     """
-    if n > 99:
-        raise ValueError("the pointer labels are the numbers 1 to 99")
-    base = first[: min(n, 9) + 1].double()
-    log1 = base - base[0]  # log P(d) - log P(0): the first step's normaliser cancels
-    scores = [float(log1[i]) for i in range(1, min(n, 9) + 1)]
-    for d in range(1, n // 10 + 1):
-        allowed = torch.cat([second[d - 1][:1], second[d - 1][1 : 1 + min(9, n - 10 * d) + 1]]).double()
-        log2 = allowed - torch.logsumexp(allowed, 0)  # "]" ends label d; digit e makes label 10d + e
-        scores[d - 1] = float(log1[d] + log2[0])
-        scores += [float(log1[d] + log2[1 + e]) for e in range(min(9, n - 10 * d) + 1)]
-    return scores
+    logp = label_log_probs(first, second, n)
+    return (logp[1:] - logp[0]).tolist()
 
 
 class PointerScorer:

@@ -102,3 +102,20 @@ def task_rows(tasks: Iterable[Any], tokenizer: Any, chunk_tokens: int = 1024) ->
         text = group[0].document
         for row in document_rows(group[0].id, text, [(t.question, t.evidence) for t in group], tokenizer, chunk_tokens):
             yield text, row
+
+
+def pointer_loss(logp: Any, labels: Sequence[int]) -> Any:
+    """The loss of one (chunk, question) for the pointer scorer, from `inference.capture_scorer.label_log_probs`
+    (log P of labels 0..n): -log of the probability of pointing at any evidence sentence, or at 0 (none) when the
+    chunk holds none. Several positives share the mass: the scorer need not pick one of them.
+
+    >>> import torch
+    >>> round(float(pointer_loss(torch.log(torch.tensor([0.5, 0.2, 0.2, 0.1])), [1, 0, 1])), 4)  # -log 0.3
+    1.204
+    >>> round(float(pointer_loss(torch.log(torch.tensor([0.5, 0.2, 0.2, 0.1])), [0, 0, 0])), 4)  # -log 0.5
+    0.6931
+    """
+    import torch
+
+    positive = [i + 1 for i, on in enumerate(labels) if on]
+    return -torch.logsumexp(logp[positive], 0) if positive else -logp[0]

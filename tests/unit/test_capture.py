@@ -103,3 +103,22 @@ def test_pointer_scorer_shares_the_chunk_prefill_and_matches_a_full_forward(toke
             second = after_one[[scorer.close, *scorer.digits]].unsqueeze(0)
         want = pointer_scores(first, second, len(chunk))
         assert row == pytest.approx(want, abs=1e-4)
+
+
+def test_the_pointer_loss_trains_the_scores_it_reads():
+    from inference.capture_scorer import label_log_probs, pointer_scores
+    from training.capture_rows import pointer_loss
+
+    torch.manual_seed(1)
+    first, second = torch.randn(10, requires_grad=True), torch.randn(9, 11, requires_grad=True)
+    n, labels = 37, [0] * 37
+    labels[24] = 1  # sentence 25: "2" then "5"
+    logp = label_log_probs(first, second, n)
+    assert math.isclose(float(torch.logsumexp(logp, 0)), 0.0, abs_tol=1e-9)
+    loss = pointer_loss(logp, labels)
+    loss.backward()
+    with torch.no_grad():
+        first -= first.grad
+        second -= second.grad
+    before = pointer_scores(first + first.grad, second + second.grad, n)[24]
+    assert pointer_scores(first, second, n)[24] > before  # one step of descent raises the evidence's score
