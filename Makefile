@@ -44,12 +44,8 @@ chromium:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
 
 # Unbuffered, so that a run stopped at CI's time limit shows how far it got; the slowest tests at the end.
-# Two xdist workers: the suite mostly waits on servers, workers and pages; tests/conftest.py keeps a module's
-# tests on one worker and starts the longest first (docs/testing.md, "Time budget").
-TEST_WORKERS ?= 2
 test: install chromium vllm
-	PYTHONUNBUFFERED=1 GRADIO_ANALYTICS_ENABLED=False $(PY) -m pytest -q -p no:cacheprovider --durations=20 \
-		-n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+	PYTHONUNBUFFERED=1 GRADIO_ANALYTICS_ENABLED=False $(PY) -m pytest -q -p no:cacheprovider --durations=20
 
 # The reading benchmarks (benchmarks/run.py): tables on stdout, figures and plots in runs/benchmarks/ (git-ignored).
 bench: install vllm

@@ -49,25 +49,6 @@ def _tracking_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) ->
         os.environ["LONGREAD_TRACKING_DIR"] = before
 
 
-#: modules that share a package-scoped server run on one xdist worker, so that it starts once
-SHARED_SERVER_GROUPS = {"test_vllm_engine.py": "vllm-server", "test_benchmark_pieces.py": "vllm-server"}
-#: the test folders by how long a test of theirs takes (faults ~110 s, browser ~85 s, integration ~8 s on AVX2)
-FOLDERS_BY_LENGTH = ("faults", "browser", "integration", "model", "unit")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`make test` runs the suite on two xdist workers (`-n 2 --dist loadgroup`): most of its time is spent
-    waiting on servers, workers and pages, not computing. A module's tests stay on one worker (its
-    module-scoped servers start once), as do the modules of SHARED_SERVER_GROUPS."""
-    for item in items:
-        group = SHARED_SERVER_GROUPS.get(item.path.name, item.module.__name__ if item.module else item.path.stem)
-        item.add_marker(pytest.mark.xdist_group(group))
-    # The longest first (`--no-loadscope-reorder` keeps this order): a long module started last would leave
-    # one worker running it alone at the end, while unit tests are what fills the gaps.
-    ranks = {folder: rank for rank, folder in enumerate(FOLDERS_BY_LENGTH)}
-    items.sort(key=lambda item: ranks.get(item.path.parent.name, len(ranks)))
-
-
 def _reachable(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=2):
