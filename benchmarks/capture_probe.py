@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     tok = AutoTokenizer.from_pretrained(model_folder("smollm2"))
     scorer = None if args.from_scores else make_scorer(args.policy, args.adapter)
-    name = label_of(args.policy, args.adapter, args.label)
+    label = label_of(args.policy, args.adapter, args.label)
     lengths = [None if x == "book" else int(x) for x in args.lengths]
     reads: dict[str, list[dict]] = {}
     for suite in args.suites:
@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.max_chunks:
             docs = [d for d in docs if len(token_starts(d.text, tok)) <= args.max_chunks * args.chunk_tokens]
         for doc in docs:
-            keep = Path("runs/probe/scores") / name / f"{suite}-{doc.id}.npz"  # re-assembled without a model
+            keep = Path("runs/probe/scores") / label / f"{suite}-{doc.id}.npz"  # re-assembled without a model
             if keep.is_file() and (args.from_scores or args.resume):
                 reads[suite].append(load_read(keep, doc))
                 continue
@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
     thresholds = {"fill": -math.inf}
     if no_best:
         thresholds["t20"] = float(np.quantile(no_best, 0.8))
-    result: dict[str, Any] = {"policy": name, "args": {k: str(v) for k, v in vars(args).items()},
+    result: dict[str, Any] = {"policy": label, "args": {k: str(v) for k, v in vars(args).items()},
                               "thresholds": thresholds, "suites": {}}  # fmt: skip
     for suite, rs in reads.items():
         seconds, chunks = sum(r["seconds"] for r in rs), sum(r["chunks"] for r in rs)
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> None:
                       f"[{t['low']:.1%}, {t['high']:.1%}]  overlap {t['overlap']:.1%}"
                       + (f"  in-chunk top1 {t['top1']:.0%} top3 {t['top3']:.0%} of {t['ranked']}"
                          if t["ranked"] else ""))  # fmt: skip
-    out = args.out or Path("runs/probe") / f"{name}.json"
+    out = args.out or Path("runs/probe") / f"{label}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
     print(f"\nwrote {out}")
