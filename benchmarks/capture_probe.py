@@ -18,10 +18,12 @@ clause from a "No".
 
 Policies: `lexical` (question word overlap, the floor), `lead` (the document's first sentences, a positional
 floor), `smollm2` (the untrained model as a pointer scorer, inference/capture_scorer.py), `reader` (the same with
-the shipped adapter merged).
+the shipped adapter merged), `pointer` (the same with `--adapter`'s LoRA merged, e.g. a checkpoint of
+training/capture_train.py; scores saved under `--label`, default the adapter's folder names).
 
     OMP_NUM_THREADS=1 nice -n 19 .venv/bin/python -m benchmarks.capture_probe --policy lexical
     ... --policy reader --suites contracts synthetic --limit 30    # runs/probe/<policy>.json
+    ... --policy pointer --adapter runs/pointer/r1/step-0010 --suites contracts --limit 8 --threads 2
 """
 
 from __future__ import annotations
@@ -203,7 +205,7 @@ class LeadScorer:
         return [scores for _ in questions]
 
 
-def make_scorer(policy: str) -> Any:
+def make_scorer(policy: str, adapter: Path | None = None) -> Any:
     from inference.capture import LexicalScorer
     from inference.capture_scorer import PointerScorer
     from inference.models import model_folder
@@ -212,12 +214,31 @@ def make_scorer(policy: str) -> Any:
         return LexicalScorer()
     if policy == "lead":
         return LeadScorer()
+    if policy == "pointer":
+        if adapter is None:
+            raise SystemExit("--policy pointer reads a trained adapter: give --adapter runs/pointer/<run>/step-<n>")
+        return PointerScorer.from_folder(model_folder("smollm2", adapter))
     return PointerScorer.from_folder(model_folder({"smollm2": "smollm2", "reader": "smollm2-reader"}[policy]))
+
+
+def label_of(policy: str, adapter: Path | None, label: str | None) -> str:
+    """The name a run's scores and tables are saved under: `--label`, else the policy, a pointer's with its
+    adapter's run and step.
+
+    >>> label_of("pointer", Path("runs/pointer/r1/step-0010"), None), label_of("lexical", None, None)
+    ('pointer-r1-step-0010', 'lexical')
+    """
+    if label:
+        return label
+    return f"pointer-{adapter.parent.name}-{adapter.name}" if policy == "pointer" and adapter else policy
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--policy", choices=("lexical", "lead", "smollm2", "reader"), default="lexical")
+    ap.add_argument("--policy", choices=("lexical", "lead", "smollm2", "reader", "pointer"), default="lexical")
+    ap.add_argument("--adapter", type=Path, default=None, help="a trained pointer's LoRA folder (--policy pointer)")
+    ap.add_argument("--label", default=None, help="name of the saved scores and tables (default from the policy)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads")
     ap.add_argument("--suites", nargs="+", choices=SUITES, default=list(SUITES))
     ap.add_argument("--limit", type=int, default=None, help="first N documents of each suite (of each length)")
     ap.add_argument("--max-chunks", type=int, default=None, help="skip documents of more chunks (a cheap subset)")
@@ -243,9 +264,10 @@ def main(argv: list[str] | None = None) -> None:
     from inference.models import model_folder
     from training.suites import suite_documents
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     tok = AutoTokenizer.from_pretrained(model_folder("smollm2"))
-    scorer = None if args.from_scores else make_scorer(args.policy)
+    scorer = None if args.from_scores else make_scorer(args.policy, args.adapter)
+    label = label_of(args.policy, args.adapter, args.label)
     lengths = [None if x == "book" else int(x) for x in args.lengths]
     reads: dict[str, list[dict]] = {}
     for suite in args.suites:
@@ -254,7 +276,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.max_chunks:
             docs = [d for d in docs if len(token_starts(d.text, tok)) <= args.max_chunks * args.chunk_tokens]
         for doc in docs:
-            keep = Path("runs/probe/scores") / args.policy / f"{suite}-{doc.id}.npz"  # re-assembled without a model
+            keep = Path("runs/probe/scores") / label / f"{suite}-{doc.id}.npz"  # re-assembled without a model
             if keep.is_file() and (args.from_scores or args.resume):
                 reads[suite].append(load_read(keep, doc))
                 continue
@@ -272,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
     thresholds = {"fill": -math.inf}
     if no_best:
         thresholds["t20"] = float(np.quantile(no_best, 0.8))
-    result: dict[str, Any] = {"policy": args.policy, "args": {k: str(v) for k, v in vars(args).items()},
+    result: dict[str, Any] = {"policy": label, "args": {k: str(v) for k, v in vars(args).items()},
                               "thresholds": thresholds, "suites": {}}  # fmt: skip
     for suite, rs in reads.items():
         seconds, chunks = sum(r["seconds"] for r in rs), sum(r["chunks"] for r in rs)
@@ -295,7 +317,7 @@ def main(argv: list[str] | None = None) -> None:
                       f"[{t['low']:.1%}, {t['high']:.1%}]  overlap {t['overlap']:.1%}"
                       + (f"  in-chunk top1 {t['top1']:.0%} top3 {t['top3']:.0%} of {t['ranked']}"
                          if t["ranked"] else ""))  # fmt: skip
-    out = args.out or Path("runs/probe") / f"{args.policy}.json"
+    out = args.out or Path("runs/probe") / f"{label}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
     print(f"\nwrote {out}")

@@ -80,9 +80,14 @@ class PointerScorer:
 
     @torch.inference_mode()
     def score(self, chunk: Sequence[str], questions: Sequence[str]) -> list[list[float]]:
-        n = len(chunk)
-        if n == 0:
+        if not chunk:
             return [[] for _ in questions]
+        return [(logp[1:] - logp[0]).tolist() for logp in self.log_probs(chunk, questions)]
+
+    def log_probs(self, chunk: Sequence[str], questions: Sequence[str]) -> list[torch.Tensor]:
+        """`label_log_probs` (labels 0..n) of every question, from the chunk's one prefill, differentiable
+        outside inference mode: training's loss reads exactly what `score` reads."""
+        n = len(chunk)
         from transformers import DynamicCache
 
         out = self.model(self._ids(self.prefix(chunk)), use_cache=True, logits_to_keep=1)
@@ -98,5 +103,5 @@ class PointerScorer:
                 cache.batch_repeat_interleave(n // 10)
                 step = digits[1 : n // 10 + 1].unsqueeze(1)
                 second = self.model(step, cache=cache, use_cache=True, logits_to_keep=1).logits[:, -1, follow]
-            result.append(pointer_scores(first, second, n))
+            result.append(label_log_probs(first, second, n))
         return result
