@@ -55,6 +55,25 @@ log = logging.getLogger(__name__)
 BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})  # x86 (AVX-512 BF16, AMX), Arm (FEAT_BF16)
 
 
+def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
+    """The CPU's feature flags (x86 `flags`, Arm `Features`), from /proc/cpuinfo unless given; none if unreadable.
+
+    >>> sorted(cpu_flags("flags\t: fpu avx2")), sorted(cpu_flags("model name\t: bf16 in a name"))
+    (['avx2', 'fpu'], [])
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return frozenset()
+    found: set[str] = set()
+    for line in cpuinfo.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() in ("flags", "Features"):
+            found |= set(value.split())
+    return frozenset(found)
+
+
 def cpu_dtype(cpuinfo: str | None = None) -> str:
     """`bfloat16` when the CPU computes it natively, else `float32` (emulated bfloat16 is slower).
 
@@ -63,16 +82,7 @@ def cpu_dtype(cpuinfo: str | None = None) -> str:
     >>> cpu_dtype("Features\t: fp asimd bf16 i8mm")
     'bfloat16'
     """
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            return "float32"
-    for line in cpuinfo.splitlines():
-        name, _, value = line.partition(":")
-        if name.strip() in ("flags", "Features") and BF16_CPU_FLAGS & set(value.split()):
-            return "bfloat16"
-    return "float32"
+    return "bfloat16" if BF16_CPU_FLAGS & cpu_flags(cpuinfo) else "float32"
 
 
 DEFAULT_ARGS: tuple[str, ...] = (

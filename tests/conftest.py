@@ -12,6 +12,7 @@ import pytest
 
 from app.settings import Settings
 from inference.models import MODEL_CACHE, model_folder
+from inference.vllm_server import cpu_flags
 
 POSTGRES_ADMIN_URL = os.environ.get("LONGREAD_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("LONGREAD_TEST_REDIS", "redis://127.0.0.1:6379/15")
@@ -128,15 +129,8 @@ _STARTED = time.monotonic()
 
 
 def _cpu_kind() -> tuple[str, str]:
-    """("AVX-512" or "AVX2 only", the flags that decide the suite's speed), from /proc/cpuinfo."""
-    try:
-        flags = next(
-            set(line.split(":", 1)[1].split())
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("flags")
-        )
-    except (OSError, StopIteration):
-        flags = set()
+    """("AVX-512" or "AVX2 only", the flags that decide the suite's speed)."""
+    flags = cpu_flags()
     shown = " ".join(f"{f}={'yes' if f in flags else 'no'}" for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16"))
     return ("AVX-512" if "avx512f" in flags else "AVX2 only"), shown
 
