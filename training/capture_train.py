@@ -163,15 +163,16 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
-    start, init = 0, None
+    start, init, state = 0, None, None
     if args.resume and (args.out / "latest").is_file():
         init = args.out / (args.out / "latest").read_text().strip()
-        start = int(torch.load(init / "state.pt")["step"])
+        state = torch.load(init / "state.pt")
+        start = int(state["step"])
     model, tok = load_policy(model_folder("smollm2"), args.lora_r, args.lora_alpha, 0.0, TARGETS, init, args.seed)
     scorer = PointerScorer(model, tok)  # eval mode: no dropout (LoRA dropout 0), gradients still flow
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr, weight_decay=0.0)
-    if init is not None:
-        optimizer.load_state_dict(torch.load(init / "state.pt")["optimizer"])
+    if state is not None:
+        optimizer.load_state_dict(state["optimizer"])
     t = time.time()
     rows = list(contract_rows(tok, chunk_tokens=args.chunk_tokens, limit=args.contracts))
     items = schedule(rows, args.steps * args.rows, args.positive_rows, args.seed, args.positives, args.negatives)
