@@ -128,6 +128,8 @@ class Reading(Base):
     memory_tokens: Mapped[int] = mapped_column(Integer)
     answer_tokens: Mapped[int] = mapped_column(Integer)
     template_set: Mapped[str] = mapped_column(String(64))
+    #: generative | extractive (inference/agent.py: MEMORY_POLICIES), the model version's
+    memory_policy: Mapped[str] = mapped_column(String(16), default="generative", server_default="generative")
     #: the model version that reads it (None: the settings' model, LONGREAD_MODEL)
     model_version_id: Mapped[int | None] = mapped_column(ForeignKey("model_version.id"))
     #: a branch: the reading whose memory was edited at step `branched_at_step`. The branch shares the
@@ -198,6 +200,8 @@ class ModelVersion(Base):
     #: vllm-local | transformers | openai; None: the settings' engine
     engine: Mapped[str | None] = mapped_column(String(32))
     template_set: Mapped[str] = mapped_column(String(64))
+    #: how its readings write their memory: generative | extractive (inference/agent.py: MEMORY_POLICIES)
+    memory_policy: Mapped[str] = mapped_column(String(16), default="generative", server_default="generative")
     #: chunk and memory sizes it was trained for; None: the settings'
     chunk_tokens: Mapped[int | None] = mapped_column(Integer)
     memory_tokens: Mapped[int | None] = mapped_column(Integer)

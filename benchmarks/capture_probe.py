@@ -205,13 +205,16 @@ class LeadScorer:
         return [scores for _ in questions]
 
 
-def make_scorer(policy: str, adapter: Path | None = None) -> Any:
+def make_scorer(policy: str, adapter: Path | None = None, weights: Path | None = None) -> Any:
     from inference.capture import LexicalScorer
     from inference.capture_scorer import PointerScorer
     from inference.models import model_folder
+    from inference.relevance import WEIGHTS, RelevanceScorer
 
     if policy == "lexical":
         return LexicalScorer()
+    if policy == "relevance":
+        return RelevanceScorer.load(weights or WEIGHTS)
     if policy == "lead":
         return LeadScorer()
     if policy == "pointer":
@@ -221,7 +224,7 @@ def make_scorer(policy: str, adapter: Path | None = None) -> Any:
     return PointerScorer.from_folder(model_folder({"smollm2": "smollm2", "reader": "smollm2-reader"}[policy]))
 
 
-def label_of(policy: str, adapter: Path | None, label: str | None) -> str:
+def label_of(policy: str, adapter: Path | None, label: str | None, weights: Path | None = None) -> str:
     """The name a run's scores and tables are saved under: `--label`, else the policy, a pointer's with its
     adapter's run and step.
 
@@ -230,12 +233,16 @@ def label_of(policy: str, adapter: Path | None, label: str | None) -> str:
     """
     if label:
         return label
-    return f"pointer-{adapter.parent.name}-{adapter.name}" if policy == "pointer" and adapter else policy
+    if policy == "pointer" and adapter:
+        return f"pointer-{adapter.parent.name}-{adapter.name}"
+    return f"relevance-{weights.parent.name}" if policy == "relevance" and weights else policy
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--policy", choices=("lexical", "lead", "smollm2", "reader", "pointer"), default="lexical")
+    ap.add_argument("--policy", choices=("lexical", "lead", "smollm2", "reader", "pointer", "relevance"),
+                    default="lexical")  # fmt: skip
+    ap.add_argument("--weights", type=Path, default=None, help="relevance weights (default: the shipped ones)")
     ap.add_argument("--adapter", type=Path, default=None, help="a trained pointer's LoRA folder (--policy pointer)")
     ap.add_argument("--label", default=None, help="name of the saved scores and tables (default from the policy)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
@@ -266,8 +273,8 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.set_num_threads(args.threads)
     tok = AutoTokenizer.from_pretrained(model_folder("smollm2"))
-    scorer = None if args.from_scores else make_scorer(args.policy, args.adapter)
-    label = label_of(args.policy, args.adapter, args.label)
+    scorer = None if args.from_scores else make_scorer(args.policy, args.adapter, args.weights)
+    label = label_of(args.policy, args.adapter, args.label, args.weights)
     lengths = [None if x == "book" else int(x) for x in args.lengths]
     reads: dict[str, list[dict]] = {}
     for suite in args.suites:

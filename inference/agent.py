@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
+from inference.capture import Scorer, Sentence, assemble, document_spans, render
 from inference.chunking import Chunk, split_into_chunks
 from inference.dates import dates_not_in
 from inference.engines.base import Completion, Engine
@@ -24,6 +25,10 @@ from inference.templates import (
     get_template_set,
 )
 
+#: how a reading's memory is written after each chunk (DESIGN.md, "Two memory policies"): `generative`, the model
+#: rewrites it (MemAgent's); `extractive`, the best-scored sentences of the old memory and the chunk, verbatim
+MEMORY_POLICIES = ("generative", "extractive")
+
 
 @dataclass(frozen=True)
 class AgentConfig:
@@ -33,17 +38,22 @@ class AgentConfig:
     memory_tokens: int = 1024
     answer_tokens: int = 1024
     template_set: str = "memagent"
+    memory_policy: str = "generative"
 
     def __post_init__(self) -> None:
         for field in ("chunk_tokens", "memory_tokens", "answer_tokens"):
             if getattr(self, field) < 1:
                 raise ValueError(f"{field} must be a positive number of tokens")
         get_template_set(self.template_set)
+        if self.memory_policy not in MEMORY_POLICIES:
+            raise ValueError(f"unknown memory policy {self.memory_policy!r}; choose from {', '.join(MEMORY_POLICIES)}")
 
     @classmethod
     def of(cls, source: Any) -> AgentConfig:
-        """The sizes and template set of anything that carries them: settings, a training config, a reading."""
-        return cls(source.chunk_tokens, source.memory_tokens, source.answer_tokens, source.template_set)
+        """The sizes, template set and memory policy of anything that carries them: a reading, a training config,
+        settings (these have no policy of their own: a model version decides it, else the method's)."""
+        policy = getattr(source, "memory_policy", None) or "generative"
+        return cls(source.chunk_tokens, source.memory_tokens, source.answer_tokens, source.template_set, policy)
 
 
 @dataclass(frozen=True)
@@ -151,13 +161,27 @@ def extract_boxed(text: str) -> str | None:
     return None
 
 
+#: the extractive memory keeps a sentence whose relevance log-odds reach this (set on the dev split: see
+#: docs/experiments/2026-12-06-relevance-scorer.md); below it, the memory stays empty and a yes/no question is
+#: answered "No" without the model
+KEEP_THRESHOLD = -2.0
+#: and only sentences within this many log-odds of the memory's best: the small reader answers with every
+#: look-alike its memory holds ("Vanponpith; Brairrounpul"), wrong under strict scoring. Set on the dev split: with
+#: 1.0, 30 of 32 planted facts were answered right, 24 with 2.0 and 22 with none; contracts and clauses held
+#: (same record)
+KEEP_MARGIN = 1.0
+
+
 class MemoryAgent:
-    def __init__(self, engine: Engine, config: AgentConfig | None = None, shift_tokens: int = 0):
+    def __init__(self, engine: Engine, config: AgentConfig | None = None, shift_tokens: int = 0,
+                 scorer: Scorer | None = None):  # fmt: skip
         self.engine = engine
         self.config = config or AgentConfig()
         self.templates = get_template_set(self.config.template_set)
         #: every chunk boundary moved this many tokens later (`longread eval --shift-tokens`: robustness)
         self.shift_tokens = shift_tokens
+        #: the extractive policy's sentence scorer (default: the shipped relevance weights, loaded on first use)
+        self.scorer = scorer
 
     def chunks(self, text: str) -> list[Chunk]:
         return split_into_chunks(text, self.engine.tokenizer, self.config.chunk_tokens, self.shift_tokens)
@@ -176,8 +200,37 @@ class MemoryAgent:
     def update(self, items: Sequence[tuple[str, str | None, str]], temperature: float = 0.0) -> list[Completion]:
         """One memory rewrite per (problem, memory or None for the first chunk, chunk text). A
         completion's `text` is the new memory (`memory_of` what the model wrote); its token counts
-        and ids are what was generated (what the runner counts and training trains on)."""
+        and ids are what was generated (what the runner counts and training trains on). Under the extractive
+        policy nothing is generated: see `extract`."""
+        if self.config.memory_policy == "extractive":
+            return self.extract(items)
         return self._rewrite(self.update_messages(items), temperature)
+
+    def extract(self, items: Sequence[tuple[str, str | None, str]]) -> list[Completion]:
+        """The extractive memory: the old memory's lines and the chunk's sentences, each scored for the question;
+        the best of them whose score reaches `KEEP_THRESHOLD`, verbatim, one a line, within `memory_tokens`, the
+        best first and none below the best by more than `KEEP_MARGIN`: the small reader answers from a memory's
+        first lines (in reading order, the memory held the gold for all 20 of the 32 dev planted facts it missed,
+        and for 17 of them a look-alike came first; docs/experiments/2026-12-06-relevance-scorer.md). A sentence's
+        score depends on its text alone, so an old line scores as when it was kept.
+        A memory that keeps nothing is `NO_EVIDENCE_MEMORY`. A person's pinned lines are the caller's to keep
+        (the runner puts back what a rewrite drops, whichever policy wrote it)."""
+        if self.scorer is None:
+            from inference.relevance import RelevanceScorer
+
+            self.scorer = RelevanceScorer.shipped()
+        out = []
+        for problem, memory, chunk in items:
+            old = [] if memory is None or holds_nothing(memory) else [x for x in memory.split("\n") if x.strip()]
+            texts = old + [chunk[a:b] for a, b in document_spans(chunk)]
+            scores = self.scorer.score(texts, [problem])[0] if texts else []
+            counts = self.engine.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+            candidates = [Sentence(t, i, i + 1, s, len(c)) for i, (t, s, c) in enumerate(zip(texts, scores, counts))]
+            kept = sorted(assemble([], candidates, self.config.memory_tokens, KEEP_THRESHOLD), key=lambda s: -s.score)
+            kept = [s for s in kept if s.score >= kept[0].score - KEEP_MARGIN]
+            read = sum(len(c) for c in counts)
+            out.append(Completion(render(kept) or NO_EVIDENCE_MEMORY, read, 0))
+        return out
 
     def _rewrite(self, messages: list[str], temperature: float) -> list[Completion]:
         completions = self.engine.generate(messages, self.config.memory_tokens, temperature)
@@ -223,7 +276,7 @@ class MemoryAgent:
             active = [i for i, plan in enumerate(plans) if k < len(plan)]
             batch = [(items[i][0], _last_memory(trajectories[i]), plans[i][k].text(items[i][1])) for i in active]
             messages = self.update_messages(batch)
-            completions = self._rewrite(messages, temperature)
+            completions = self.update(batch, temperature)
             for i, message, completion in zip(active, messages, completions):
                 trajectories[i].messages.append(message)
                 trajectories[i].completions.append(completion)

@@ -16,6 +16,8 @@ from inference.folders import building_folder
 
 BUNDLED = "smollm2"
 READER = "smollm2-reader"
+#: a model version, not a model: the reader's weights under the extractive memory policy (inference/agent.py)
+EXTRACTIVE_READER = "smollm2-reader-extractive"
 #: LoRA of the bundled model trained by `longread train` (base, data, recipe, metrics, sha256: reader/MODEL_CARD.md)
 READER_ADAPTER = Path(__file__).resolve().parent / "reader"
 #: Where the bundled model is converted (and the reader merged into it) once: the `model_cache_dir`

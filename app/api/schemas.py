@@ -132,6 +132,7 @@ class ReadingOut(_Out):
     chunk_tokens: int
     memory_tokens: int
     template_set: str
+    memory_policy: str = Field(description="generative: the model rewrites its memory; extractive: sentences kept")
     created_at: datetime | None
     parent_reading_id: int | None = Field(None, description="a branch: the reading it was made from")
     branched_at_step: int | None = Field(None, description="a branch: the step whose memory was edited")
@@ -340,6 +341,7 @@ class ModelVersionOut(_Out):
     adapter_path: str | None
     engine: str | None
     template_set: str
+    memory_policy: str
     chunk_tokens: int | None
     memory_tokens: int | None
     training_run: str | None = Field(description="the folder of the run that trained it")

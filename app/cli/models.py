@@ -13,21 +13,22 @@ from app.settings import Settings
 def _models_table(settings: Settings, versions: list[dict]) -> str:
     from app.services.models import key_metrics
 
-    rows = [("id", "name", "base", "adapter", "active", "key metrics (sub-EM)")]
+    rows = [("id", "name", "base", "adapter", "memory", "active", "key metrics (sub-EM)")]
     rows.append(
         (
             "0",
             "base",
             settings.model,
             "-",
+            "generative",
             "" if any(v["active"] for v in versions) else "*",
             "the settings' model (LONGREAD_MODEL)",
         )
     )
     for v in versions:
         metrics = ", ".join(f"{k} {x:.0%}" for k, x in key_metrics(v["metrics"]).items()) or "-"
-        rows.append((str(v["id"]), v["name"], v["base_model"], v["adapter_path"] or "-", "*" if v["active"] else "",
-                     metrics))  # fmt: skip
+        rows.append((str(v["id"]), v["name"], v["base_model"], v["adapter_path"] or "-", v["memory_policy"],
+                     "*" if v["active"] else "", metrics))  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows)
 
@@ -82,6 +83,7 @@ def _version_fields(settings: Settings, args: argparse.Namespace) -> dict:
     return dict(
         base_model=args.base or run.get("base_model") or settings.model, adapter_path=args.adapter, metrics=metrics,
         template_set=args.template or run.get("template_set") or settings.template_set, engine=args.engine,
+        memory_policy=args.memory_policy,
         chunk_tokens=args.chunk_tokens or run.get("chunk_tokens"),
         memory_tokens=args.memory_tokens or run.get("memory_tokens"),
         training_run=args.training_run or run.get("training_run"),
@@ -113,6 +115,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     add.add_argument("--metrics", metavar="RESULTS.json", help="`longread eval` results to keep with it")
     add.add_argument("--template", help="template set it was trained on (default: the run's, else settings)")
+    add.add_argument("--memory-policy", choices=["generative", "extractive"], default="generative",
+                     help="generative: the model rewrites its memory (MemAgent's); extractive: the best-scored "
+                     "sentences are kept verbatim (for small models)")  # fmt: skip
     add.add_argument("--chunk-tokens", type=int, help="chunk size it was trained for (default: the run's)")
     add.add_argument("--memory-tokens", type=int, help="memory size it was trained for (default: the run's)")
     add.add_argument("--engine", choices=["vllm-local", "transformers", "openai"], help="default: settings")

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from app.models import ModelVersion
 from app.services.models import activate_version, active_version, register_version
 from app.settings import Settings
-from inference.models import BUNDLED, READER, READER_ADAPTER
+from inference.models import BUNDLED, EXTRACTIVE_READER, READER, READER_ADAPTER
 from training.config import TrainConfig, load_config
 from training.results_index import INDEX, REPO, load_index
 
@@ -28,14 +28,17 @@ from training.results_index import INDEX, REPO, load_index
 #: (a newly shipped reader names its own here, with its card).
 READER_EVALS = "eval-anchor2-"
 BASE_EVALS = "eval-base1024-"
+EXTRACTIVE_EVALS = "eval-extractive1-"
 _CARD_SHA256 = re.compile(r"^\| sha256 \| `([0-9a-f]{64})`", re.MULTILINE)
 
 
 def seed_bundled(session: Session, settings: Settings) -> None:
-    """Add the rows for the bundled model and the reader that are missing; the reader becomes active when
-    it is added while none is, and the settings' model is the reader (the same weights read, as before)."""
-    have = set(session.scalars(select(ModelVersion.name).where(ModelVersion.name.in_((BUNDLED, READER)))))
-    if have >= {BUNDLED, READER}:
+    """Add the rows for the bundled model, the reader and the extractive reader (the reader's weights, its memory
+    the best-scored sentences kept verbatim) that are missing; the extractive reader becomes active when it is
+    added while none is, and the settings' model is the reader (the same weights read)."""
+    names = (BUNDLED, READER, EXTRACTIVE_READER)
+    have = set(session.scalars(select(ModelVersion.name).where(ModelVersion.name.in_(names))))
+    if have >= set(names):
         return
     index = load_index(INDEX)
     run = _reader_run(index)
@@ -48,9 +51,13 @@ def seed_bundled(session: Session, settings: Settings) -> None:
                                  "lineage": {"base": BUNDLED}}, template_set=template_set)  # fmt: skip
             if READER not in have:
                 metrics = {"summary": _summary(index, READER_EVALS), "lineage": _lineage(run, config)}
-                reader = register_version(session, READER, BUNDLED, READER_ADAPTER, metrics, template_set=template_set)
+                register_version(session, READER, BUNDLED, READER_ADAPTER, metrics, template_set=template_set)
+            if EXTRACTIVE_READER not in have:
+                metrics = {"summary": _summary(index, EXTRACTIVE_EVALS), "lineage": _lineage(run, config)}
+                extractive = register_version(session, EXTRACTIVE_READER, BUNDLED, READER_ADAPTER, metrics,
+                                              template_set=template_set, memory_policy="extractive")  # fmt: skip
                 if active_version(session) is None and settings.model == READER:
-                    activate_version(session, reader.id)
+                    activate_version(session, extractive.id)
     except IntegrityError:
         pass
 

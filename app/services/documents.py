@@ -285,6 +285,11 @@ ENGINE_SPEEDS: dict[str, EngineSpeed] = {
 }
 
 
+#: the extractive memory's scoring (inference/relevance.py), per chunk of 1,024 tokens and question, on one core:
+#: 4-6 ms measured by benchmarks/capture_probe.py on the dev contracts and novels (2026-12-06); the figure rounds up
+EXTRACT_S_PER_CHUNK = 0.01
+
+
 def start_seconds(speed: EngineSpeed, h: Health | None) -> float | None:
     """Seconds the model still needs to start before a question can be read: None when a worker has it up
     (or `h` is not known, or there is no figure); the rest of the start when one is starting."""
@@ -303,7 +308,8 @@ def estimate_reading(
     serves it, with the sizes a new reading gets (`reading_config`): one update call per chunk (prompt = chunk
     + memory + template; writes up to memory_tokens), then one final call (prompt = memory + template; writes
     up to answer_tokens); `seconds` for one question, `pass_seconds(n)` for n; `h`: the workers' state,
-    which says whether the model must start first."""
+    which says whether the model must start first. Under the extractive memory policy nothing is written per
+    chunk: a chunk costs its scoring (`EXTRACT_S_PER_CHUNK`), and the model is called once, for the answer."""
     config = reading_config(settings, version)
     chunk, memory = config.chunk_tokens, config.memory_tokens
     chunks = max(1, math.ceil((token_count or 0) / chunk)) if token_count else 0
@@ -311,9 +317,11 @@ def estimate_reading(
     speed = ENGINE_SPEEDS.get(engine)
     if speed is None:
         return EstimateView(chunks, None, engine, chunk, memory, "no speed figure for this engine yet")
-    prompts = chunks * (chunk + memory + PROMPT_OVERHEAD_TOKENS) + (memory + PROMPT_OVERHEAD_TOKENS if chunks else 0)
-    written = chunks * memory + (config.answer_tokens if chunks else 0)
+    updates = 0 if config.memory_policy == "extractive" else chunks
+    prompts = updates * (chunk + memory + PROMPT_OVERHEAD_TOKENS) + (memory + PROMPT_OVERHEAD_TOKENS if chunks else 0)
+    written = updates * memory + (config.answer_tokens if chunks else 0)
     prefill, decode = prompts * speed.prefill_s_per_token, written * speed.decode_s_per_token
+    prefill += (chunks - updates) * EXTRACT_S_PER_CHUNK
     shared = speed.shared_decode_by is not None
     return EstimateView(
         chunks, round(prefill + decode, 1), engine, chunk, memory, speed.basis,

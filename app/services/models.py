@@ -30,6 +30,7 @@ from app.models import ModelVersion
 from app.services.errors import NotFound, valid_id
 from app.services.users import UserView, require_admin
 from app.settings import Settings
+from inference.agent import MEMORY_POLICIES
 from inference.models import BUNDLED, READER, model_folder
 from inference.templates import TEMPLATE_SETS
 
@@ -48,6 +49,7 @@ def register_version(
     metrics: dict[str, Any] | None = None,
     *,
     template_set: str,
+    memory_policy: str = "generative",
     engine: str | None = None,
     chunk_tokens: int | None = None,
     memory_tokens: int | None = None,
@@ -64,6 +66,8 @@ def register_version(
         raise ModelVersionError(f"a model version named {name!r} exists already; choose another name")
     if template_set not in TEMPLATE_SETS:
         raise ModelVersionError(f"unknown template set {template_set!r}; choose one of {', '.join(TEMPLATE_SETS)}")
+    if memory_policy not in MEMORY_POLICIES:
+        raise ModelVersionError(f"unknown memory policy {memory_policy!r}; choose one of {', '.join(MEMORY_POLICIES)}")
     if engine is not None and engine not in ENGINES:
         raise ModelVersionError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     if adapter_path is not None:
@@ -79,8 +83,9 @@ def register_version(
         base_model = str(Path(base_model).expanduser().resolve())
     version = ModelVersion(
         name=name, base_model=base_model, adapter_path=str(adapter_path) if adapter_path else None, engine=engine,
-        template_set=template_set, chunk_tokens=chunk_tokens, memory_tokens=memory_tokens,
-        training_run=str(training_run) if training_run else None, metrics=metrics, active=False,
+        template_set=template_set, memory_policy=memory_policy, chunk_tokens=chunk_tokens,
+        memory_tokens=memory_tokens, training_run=str(training_run) if training_run else None, metrics=metrics,
+        active=False,
     )  # fmt: skip
     session.add(version)
     session.flush()
@@ -225,7 +230,8 @@ def version_dict(version: ModelVersion) -> dict[str, Any]:
     out = {
         "id": version.id, "name": version.name, "base_model": version.base_model,
         "adapter_path": version.adapter_path, "engine": version.engine, "template_set": version.template_set,
-        "chunk_tokens": version.chunk_tokens, "memory_tokens": version.memory_tokens,
+        "memory_policy": version.memory_policy, "chunk_tokens": version.chunk_tokens,
+        "memory_tokens": version.memory_tokens,
         "training_run": version.training_run, "active": version.active, "key_metrics": key_metrics(version.metrics),
         "metrics": version.metrics, "created_at": version.created_at.isoformat(),
     }  # fmt: skip

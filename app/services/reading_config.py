@@ -1,6 +1,7 @@
-"""The one place that decides a reading's chunk, memory and answer sizes and its template set: what the
-request asks for, else the model version's (the sizes it was trained for), else the settings'. Readings
-(API, browser, CLI), the reading estimate, training runs' starting points and evaluations all ask here."""
+"""The one place that decides a reading's chunk, memory and answer sizes, its template set and its memory policy:
+what the request asks for, else the model version's (the sizes it was trained for), else the settings'; the memory
+policy is the model version's alone. Readings (API, browser, CLI), the reading estimate, training runs' starting
+points and evaluations all ask here."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ def reading_config(
         memory_tokens=memory_tokens or (version and version.memory_tokens) or settings.memory_tokens,
         answer_tokens=answer_tokens or settings.answer_tokens,
         template_set=template_set or (version.template_set if version else settings.template_set),
+        memory_policy=(version.memory_policy if version else None) or "generative",
     )
 
 

@@ -112,6 +112,7 @@ def create_readings(
             memory_tokens=config.memory_tokens,
             answer_tokens=config.answer_tokens,
             template_set=config.template_set,
+            memory_policy=config.memory_policy,
         )
         for q in questions
     ]
@@ -160,7 +161,8 @@ def branch_reading(
         document_id=parent.document_id, question=parent.question, model=parent.model,
         model_version_id=parent.model_version_id, chunk_tokens=parent.chunk_tokens,
         memory_tokens=parent.memory_tokens, answer_tokens=parent.answer_tokens, template_set=parent.template_set,
-        parent_reading_id=parent.id, branched_at_step=step, cursor=step, total_chunks=parent.total_chunks,
+        memory_policy=parent.memory_policy, parent_reading_id=parent.id, branched_at_step=step, cursor=step,
+        total_chunks=parent.total_chunks,
     )  # fmt: skip
     session.add(branch)
     session.flush()

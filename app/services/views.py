@@ -111,6 +111,7 @@ class ReadingView:
     chunk_tokens: int
     memory_tokens: int
     template_set: str
+    memory_policy: str
     cursor: int
     total_chunks: int | None
     created_at: datetime | None
@@ -127,7 +128,8 @@ def reading_view(r: Reading, stale_after_s: float | None = None, with_chunks: bo
     return ReadingView(id=r.id, document_id=r.document_id, question=r.question, status=r.status.value,
                        answer=r.answer, final_output=r.final_output, error=r.error, model=r.model,
                        chunk_tokens=r.chunk_tokens, memory_tokens=r.memory_tokens, template_set=r.template_set,
-                       cursor=r.cursor or 0, total_chunks=r.total_chunks, created_at=r.created_at,
+                       memory_policy=r.memory_policy, cursor=r.cursor or 0, total_chunks=r.total_chunks,
+                       created_at=r.created_at,
                        parent_reading_id=r.parent_reading_id, branched_at_step=r.branched_at_step,
                        progress=reading_progress(r, stale_after_s),
                        checkpoints=[checkpoint_view(c, text) for c in r.timeline()])  # fmt: skip

@@ -126,7 +126,7 @@ def test_an_admin_trains_on_browser_feedback_watches_evaluates_and_promotes(page
 
     page.goto(url + "/")
     page.locator("#ask").wait_for(state="visible", timeout=60_000)
-    # Empty: no feedback, no runs; the bundled model and the shipped reader, which reads.
+    # Empty: no feedback, no runs; the bundled model and the shipped reader twice, the extractive one reads.
     _tab(page, "Training")
     _text(page, "#feedback-note", "No feedback yet", 30)
     _shot(page, "training-data-empty.png")
@@ -136,7 +136,7 @@ def test_an_admin_trains_on_browser_feedback_watches_evaluates_and_promotes(page
     _tab(page, "Models")
     registry = _text(page, "#models-table", "small-sft-anchor.toml (sha256:", 30)  # the reader's lineage
     assert "base: smollm2-reader" in registry and registry.count("● active") == 1, registry
-    assert re.search(r"(?<!base: )smollm2-reader\s+● active", registry), registry  # the reader, from the first start
+    assert re.search(r"smollm2-reader-extractive\s+● active", registry), registry  # from the first start
     _shot(page, "models-empty.png")
 
     # The admin judges the answer in Read, as any user does.
@@ -227,7 +227,9 @@ def test_an_admin_trains_on_browser_feedback_watches_evaluates_and_promotes(page
     assert page.locator("#eval-plot").is_visible()
     bars = re.findall(r'aria-label="set: ([^;]+);', page.locator("#eval-plot").inner_html())
     assert bars == ["256 · baseline", "256 · this run"], bars
-    assert "Baseline: smollm2-reader; this run" in page.locator("#eval-note").inner_text()  # the active version
+    assert (
+        "Baseline: smollm2-reader-extractive; this run" in page.locator("#eval-note").inner_text()
+    )  # the active version
     _shot(page, "training-run-evaluated.png")
     page.locator("#run-promote").click()
     message = _text(page, "#run-msg", "Promoted: model version #", 30)

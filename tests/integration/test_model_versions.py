@@ -154,15 +154,16 @@ def test_models_cli_json(tmp_path):
     (tmp_path / "eval.json").write_text(json.dumps({"config": {}, "summary": summary, "timing": [], "cases": []}))
     env = {**os.environ, "LONGREAD_DATA_DIR": str(tmp_path / "data")}
 
-    first = json.loads(_cli(env, "--json"))  # a fresh install: the bundled model and the reader, which reads
-    assert [v["name"] for v in first["versions"]] == ["smollm2", "smollm2-reader"] and first["active"] == 2
+    first = json.loads(_cli(env, "--json"))  # a fresh install: the bundled model and the reader twice, extractive reads
+    assert [v["name"] for v in first["versions"]] == ["smollm2", "smollm2-reader", "smollm2-reader-extractive"]
+    assert first["active"] == 3 and [v["memory_policy"] for v in first["versions"]][1:] == ["generative", "extractive"]
     assert "registered, active" in _cli(env, "add", "sft-1", "--adapter", str(run / "adapter"), "--metrics",
                                         str(tmp_path / "eval.json"), "--activate")  # fmt: skip
     out = json.loads(_cli(env, "--json"))
-    assert out["active"] == 3 and len(out["versions"]) == 3
-    v = out["versions"][2]
-    assert set(v) == {"id", "name", "base_model", "adapter_path", "engine", "template_set", "chunk_tokens",
-                      "memory_tokens", "training_run", "active", "key_metrics", "metrics", "lineage",
+    assert out["active"] == 4 and len(out["versions"]) == 4
+    v = out["versions"][3]
+    assert set(v) == {"id", "name", "base_model", "adapter_path", "engine", "template_set", "memory_policy",
+                      "chunk_tokens", "memory_tokens", "training_run", "active", "key_metrics", "metrics", "lineage",
                       "created_at"}  # fmt: skip
     assert (v["name"], v["base_model"], v["adapter_path"], v["active"]) == (
         "sft-1",
@@ -191,19 +192,21 @@ def fresh_settings(request, tmp_path) -> Settings:
 
 
 def test_the_bundled_model_and_the_reader_are_versions_from_the_first_start(fresh_settings):
-    """What every command does first (`migrate_db`) registers both, with lineage and measured metrics, the reader
-    active; a second start builds nothing again and leaves a choice of version alone."""
+    """What every command does first (`migrate_db`) registers them, with lineage and measured metrics, the reader
+    under the extractive memory active; a second start builds nothing again and leaves a choice of version alone."""
     from app.cli.common import migrate_db
     from inference.models import READER_ADAPTER
 
     url = fresh_settings.resolved_database_url
     migrate_db(fresh_settings)
     with session_scope(url) as s:
-        base, reader = (mv.version_dict(v) for v in mv.list_versions(s))
+        base, reader, extractive = (mv.version_dict(v) for v in mv.list_versions(s))
     assert (base["name"], base["base_model"], base["adapter_path"], base["active"]) == ("smollm2", "smollm2", None,
                                                                                          False)  # fmt: skip
     assert (reader["name"], reader["base_model"], reader["adapter_path"], reader["active"]) == (
-        "smollm2-reader", "smollm2", str(READER_ADAPTER), True)  # fmt: skip
+        "smollm2-reader", "smollm2", str(READER_ADAPTER), False)  # fmt: skip
+    assert (extractive["name"], extractive["adapter_path"], extractive["memory_policy"], extractive["active"]) == (
+        "smollm2-reader-extractive", str(READER_ADAPTER), "extractive", True)  # fmt: skip
     config = "training/configs/small-sft-anchor.toml"  # the run the card names, by its adapter's sha256
     sha256 = hashlib.sha256((Path(__file__).resolve().parents[2] / config).read_bytes()).hexdigest()
     assert reader["lineage"] == ["smollm2", f"{config} (sha256:{sha256})", "smollm2-reader"]
@@ -224,4 +227,5 @@ def test_the_bundled_model_and_the_reader_are_versions_from_the_first_start(fres
         mv.activate_version(s, base["id"])
     migrate_db(fresh_settings)
     with session_scope(url) as s:
-        assert [(v.name, v.active) for v in mv.list_versions(s)] == [("smollm2", True), ("smollm2-reader", False)]
+        assert [(v.name, v.active) for v in mv.list_versions(s)] == [("smollm2", True), ("smollm2-reader", False),
+                                                                     ("smollm2-reader-extractive", False)]  # fmt: skip

@@ -140,3 +140,36 @@ def test_readings_by_id_past_max_batch_are_all_read(db_settings, tokenizer):
     with session_scope(settings.resolved_database_url) as s:
         assert {get_reading(s, i).status for i in ids} == {ReadingStatus.done}
     assert max(len(messages) for messages, _ in engine.calls) == 3
+
+
+CONTRACT = " ".join(
+    [f"Section {i}. The Supplier shall deliver batch {i} of the goods to the Buyer's warehouse." for i in range(40)]
+    + ["This Agreement shall be governed by and construed in accordance with the laws of the State of Delaware."]
+    + [f"Section {i}. The Buyer shall pay for batch {i} within thirty days of delivery." for i in range(40, 80)]
+)
+
+
+def test_an_extractive_version_reads_by_keeping_sentences_and_asks_the_model_only_to_answer(db_settings, tokenizer):
+    """A model version whose memory policy is extractive: its readings store the policy, each checkpoint's memory is
+    sentences of the document kept verbatim by the shipped relevance weights (no generation), and the model is
+    called once, for the answer, from the final memory."""
+    from app.services.models import register_version
+
+    question = "Which state's or country's law governs this agreement?"
+    with session_scope(db_settings.resolved_database_url) as s:
+        register_version(s, "extractive", "smollm2", template_set="memagent", memory_policy="extractive",
+                         activate=True)  # fmt: skip
+        doc = ingest(s, db_settings, "supply.txt", CONTRACT.encode())
+        (reading,) = create_readings(s, db_settings, doc.id, [question], memory_tokens=40)
+        reading_id = reading.id
+        assert reading.memory_policy == "extractive"
+    engine = FakeEngine(tokenizer, echo_last_line)
+    run_readings(db_settings, [reading_id], engine)
+    with session_scope(db_settings.resolved_database_url) as s:
+        r = get_reading(s, reading_id)
+        assert r.status == ReadingStatus.done and r.total_chunks > 3
+        law = "This Agreement shall be governed by and construed in accordance with the laws of the State of Delaware."
+        assert r.checkpoints[-1].memory == law == r.answer
+        for c in r.checkpoints:
+            assert c.memory == "No relevant information yet." or all(line in CONTRACT for line in c.memory.splitlines())
+    assert len(engine.calls) == 1  # the answer: no memory was generated

@@ -307,7 +307,7 @@ def test_a_run_is_trained_evaluated_and_promoted_by_a_training_worker(tmp_path, 
         ) == (pytest.approx(1 - row["sub_em"]))
         assert evaluation[side]["cases"]["n"] == 1  # the held-out document's feedback
         assert evaluation[side]["cases"]["cases"][0]["question"] == "What is the vault code of room 5?"
-    assert evaluation["baseline"]["label"] == "smollm2-reader"  # the bundled reader, seeded active
+    assert evaluation["baseline"]["label"] == "smollm2-reader-extractive"  # the bundled reader, seeded active
     assert evaluation["candidate"]["label"] == f"run {run.id}: tiny"
     assert (run_dir / "eval" / "candidate" / "results.json").is_file()
     progress = training_runs.eval_progress(run_dir)  # each command kept its count: all read, both sides

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.models import ModelVersion
-from app.services.documents import ENGINE_SPEEDS, estimate_reading
+from app.services.documents import ENGINE_SPEEDS, EXTRACT_S_PER_CHUNK, estimate_reading
 from app.services.health import Health
 from app.settings import Settings
 from app.ui.read_views import asked_questions, describe_pass
@@ -22,6 +22,20 @@ def test_the_estimate_is_for_the_versions_engine(tmp_path):
     assert estimate_reading(1000, settings, local).basis == ENGINE_SPEEDS["vllm-local"].basis
     own = ModelVersion(name="own", base_model="m", engine=None, template_set=settings.template_set)
     assert estimate_reading(1000, settings, own).engine == "transformers"  # none of its own: the settings'
+
+
+def test_an_extractive_version_is_estimated_without_writing_a_memory_per_chunk(tmp_path):
+    """Its chunks are scored, not rewritten: one model call (the answer), so a long document costs little more
+    than a short one."""
+    settings = Settings(data_dir=tmp_path, engine="vllm-local")
+    kept = ModelVersion(name="kept", base_model="m", engine=None, template_set=settings.template_set,
+                        memory_policy="extractive")  # fmt: skip
+    written = ModelVersion(name="written", base_model="m", engine=None, template_set=settings.template_set,
+                           memory_policy="generative")  # fmt: skip
+    short, long = estimate_reading(4096, settings, kept), estimate_reading(409_600, settings, kept)
+    assert long.chunks == 100 * short.chunks
+    assert long.seconds - short.seconds == pytest.approx((long.chunks - short.chunks) * EXTRACT_S_PER_CHUNK, abs=0.1)
+    assert estimate_reading(409_600, settings, written).seconds > 50 * long.seconds
 
 
 def _health(state: str, starting_for_s: float | None = None) -> Health:

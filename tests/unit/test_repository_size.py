@@ -18,7 +18,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = 1_000_000  # bytes
-ALLOWED = ("inference/reader/",)  # the shipped reader's adapter (~10 MB, bfloat16)
+ALLOWED = ("inference/reader/",)  # the shipped reader: its adapter (~10 MB, bfloat16) and relevance weights (<1 MB)
 ADAPTER = "inference/reader/adapter_model.safetensors"
 
 

@@ -1,0 +1,152 @@
+"""A learned sentence scorer for the extractive memory (issue 51): a linear model over hashed features of a
+(question, sentence) pair, trained on every sentence of the training contracts (training/relevance_train.py).
+
+Why not the 135M model: as a pointer over numbered sentences it learned a first-sentence prior in 84 steps of
+6 s and kept less evidence than word overlap (docs/experiments/2026-12-05-pointer-round1.md). A linear model
+sees all 14,599 training questions against every sentence in minutes on 2 cores, scores a 1M-token document in
+seconds, and its scores are log-odds, comparable across chunks as the memory needs (`inference.capture`).
+
+Features, each a hashed index with value 1 unless said:
+- the question itself (its normalised text): a bias per question, and the question crossed with each sentence word
+  (the 41 review questions each learn their own words: "governed", "laws", "state" for Governing Law);
+- each content word of the question crossed with each sentence word (what carries to questions never seen);
+- the sentence's shape (short, upper case, a date, an amount, a defined term), crossed as above;
+- how much of the question the sentence holds (`LexicalScorer`'s share), as a value and in buckets.
+
+No feature of the sentence alone: a word or a shape that marks contract evidence says nothing of a novel's (with
+them, a model trained on contracts kept the evidence of 3.5% of the dev book questions; word overlap keeps 42%).
+
+A sentence's score depends on its text alone, not its place: a kept sentence re-scored at a later chunk gets the
+same score, so a memory needs no side record of scores.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from inference.capture import content_stems
+
+BITS = 22
+SIZE = 1 << BITS
+#: the shipped weights, beside the reader's adapter (int8, compressed: see `save`; made by training/relevance_train.py,
+#: docs/experiments/2026-12-06-relevance-scorer.md)
+WEIGHTS = Path(__file__).resolve().parent / "reader" / "relevance.npz"
+
+_WORD = re.compile(r"[a-z0-9]+")
+_MONTH = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d", re.I)
+_NUMERIC_DATE = re.compile(r"\b\d{1,2}[/-]\d{1,2}[/-]\d{2,4}\b|\b(19|20)\d\d\b")
+_MONEY = re.compile(r"[$€£]\s?\d|\b\d[\d,.]*\s*(dollars|percent|%)", re.I)
+_DEFINED = re.compile(r"[\"“](the\s+)?[A-Z][\w\s]{1,40}[\"”]")
+
+_M1, _M2, _M3 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9)
+_TAGS = {name: i + 1 for i, name in enumerate(("bias", "q", "qw", "qshape", "lex"))}
+
+
+@lru_cache(maxsize=1 << 18)
+def _id(token: str) -> int:
+    """A stable number for a token (Python's own hash changes from one process to the next)."""
+    return zlib.crc32(token.encode("utf-8"))
+
+
+def _ids(tokens: Sequence[str]) -> np.ndarray:
+    return np.fromiter((_id(t) for t in tokens), dtype=np.uint64, count=len(tokens))
+
+
+def _mix(tag: str, a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """Hashed indices of tag × a (× b, every pair)."""
+    h = a.astype(np.uint64) * _M1 + np.uint64(_TAGS[tag]) * _M3
+    if b is not None:
+        h = h[:, None] ^ (b.astype(np.uint64)[None, :] * _M2)
+    h = h.ravel()
+    h ^= h >> np.uint64(29)
+    return (h & np.uint64(SIZE - 1)).astype(np.int64)
+
+
+def sentence_words(text: str) -> list[str]:
+    """The words a sentence is known by: lower case, two letters or more, cut to six (a poor man's stem)."""
+    return sorted({w[:6] for w in _WORD.findall(text.lower()) if len(w) >= 2})
+
+
+def shapes(text: str) -> list[str]:
+    """What a sentence looks like, whatever its words.
+
+    >>> shapes('This Agreement is dated March 3, 2004 ("Effective Date").')
+    ['len:2', 'date', 'defined']
+    """
+    n = len(text.split())
+    out = [f"len:{min(n.bit_length(), 7)}"]
+    letters = [c for c in text if c.isalpha()]
+    if letters and sum(c.isupper() for c in letters) > 0.8 * len(letters):
+        out.append("upper")
+    if _MONTH.search(text) or _NUMERIC_DATE.search(text):
+        out.append("date")
+    if _MONEY.search(text):
+        out.append("money")
+    if _DEFINED.search(text):
+        out.append("defined")
+    return out
+
+
+class Question:
+    """A question's half of every feature, computed once a question."""
+
+    def __init__(self, text: str) -> None:
+        self.stems = content_stems(text)
+        key = " ".join(_WORD.findall(text.lower()))
+        self.key = np.asarray([_id(key)], dtype=np.uint64)
+        self.words = _ids(sorted(self.stems))
+
+
+def features(q: Question, sentence: str) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, values) of one (question, sentence) pair."""
+    words, shape = _ids(sentence_words(sentence)), _ids(shapes(sentence))
+    share = len(q.stems & content_stems(sentence)) / len(q.stems) if q.stems else 0.0
+    bucket = _ids([f"lex:{min(int(share * 4), 4)}"])
+    binary = [_mix("bias", np.zeros(1, np.uint64)), _mix("q", q.key), _mix("qw", q.key, words),
+              _mix("qshape", q.key, shape), _mix("lex", bucket), _mix("lex", q.key, bucket)]  # fmt: skip
+    idx = np.concatenate([*binary, _mix("lex", np.zeros(1, np.uint64))])
+    values = np.ones(len(idx), dtype=np.float32)
+    values[-1] = share
+    return idx, values
+
+
+class RelevanceScorer:
+    """Scores sentences with trained weights: the log-odds that a sentence is evidence for the question."""
+
+    def __init__(self, weights: np.ndarray) -> None:
+        if weights.shape != (SIZE,):
+            raise ValueError(f"relevance weights must have {SIZE} entries, not {weights.shape}")
+        self.weights = weights.astype(np.float32)
+
+    @classmethod
+    def load(cls, path: Path = WEIGHTS) -> RelevanceScorer:
+        with np.load(path) as z:
+            return cls(z["weights"].astype(np.float32) * np.float32(z["scale"]))
+
+    @staticmethod
+    @lru_cache(maxsize=1)
+    def shipped() -> RelevanceScorer:
+        """The shipped weights, loaded once a process (every reading step builds its agent anew)."""
+        return RelevanceScorer.load(WEIGHTS)
+
+    def save(self, path: Path) -> None:
+        """The weights as int8 steps of max|w| / 127, those under 0.01 as 0: about 0.6 MB compressed, under the
+        repository's 1 MB a file (tests/unit/test_repository_size.py). A score moves by a few hundredths."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        w = np.where(np.abs(self.weights) >= 0.01, self.weights, 0.0)
+        scale = float(np.abs(w).max()) / 127 or 1.0
+        np.savez_compressed(path, weights=np.round(w / scale).astype(np.int8), scale=np.float32(scale))
+
+    def score_one(self, q: Question, sentence: str) -> float:
+        idx, values = features(q, sentence)
+        return float(self.weights[idx] @ values)
+
+    def score(self, chunk: Sequence[str], questions: Sequence[str]) -> list[list[float]]:
+        asked = [Question(text) for text in questions]
+        return [[self.score_one(q, s) for s in chunk] for q in asked]

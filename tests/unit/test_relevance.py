@@ -1,0 +1,125 @@
+"""The extractive memory's learned sentence scorer (inference/relevance.py) and its trainer
+(training/relevance_train.py), and the agent's extractive update (inference/agent.py: MemoryAgent.extract)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from inference.agent import KEEP_MARGIN, KEEP_THRESHOLD, AgentConfig, MemoryAgent
+from inference.capture import LexicalScorer
+from inference.relevance import SIZE, Question, RelevanceScorer, features
+from inference.templates import NO_EVIDENCE_MEMORY, NOT_IN_DOCUMENT_NO
+from tests.fakes import FakeEngine
+from training.relevance_train import AdaGrad, contract_examples
+
+LAW = "Which state's or country's law governs this agreement?"
+CONTRACT = (
+    "DISTRIBUTION AGREEMENT. This Agreement is made between Acme Corp. and Beta LLC. "
+    "The Distributor shall keep accurate records of all sales. "
+    "This Agreement shall be governed by and construed under the laws of the State of Ohio. "
+    "Either party may terminate this Agreement on ninety days' notice. "
+    "Notices shall be sent to the addresses set out above."
+)
+
+
+def test_features_are_the_same_in_every_process():
+    """The hash is crc32, not Python's per-process hash(): weights trained in one process score in another."""
+    idx, _ = features(Question(LAW), "governed by the laws of Ohio")
+    code = (
+        "from inference.relevance import Question, features;"
+        f"print(features(Question({LAW!r}), 'governed by the laws of Ohio')[0].tolist())"
+    )
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert other.stdout.strip() == str(idx.tolist())
+    assert idx.min() >= 0 and idx.max() < SIZE
+
+
+def test_a_few_contracts_teach_the_governing_law_clause_over_its_look_alikes(tmp_path):
+    """Trained on other contracts' marked clauses, the scorer puts an unseen contract's governing-law clause first,
+    above the sentences that share the question's words ("this agreement"), as word overlap does not."""
+    qa = [{"question": LAW, "evidence": ["governed by and construed under the laws of the State of Ohio"]}]
+    states = ["Ohio", "Texas", "Delaware", "New York", "Nevada", "Iowa", "Utah", "Maine"]
+    opt, rng = AdaGrad(lr=0.5, l2=0.0), np.random.default_rng(0)
+    for _ in range(5):
+        for state in states:
+            text, ev = CONTRACT.replace("Ohio", state), qa[0]["evidence"][0].replace("Ohio", state)
+            opt.step(list(contract_examples(text, [{"question": LAW, "evidence": [ev]}], rng, hard=2, easy=2)))
+    trained = RelevanceScorer(opt.w.astype(np.float32))
+    unseen = [
+        "This Agreement may be signed in counterparts.",
+        "This Agreement is governed by the laws of the Commonwealth of Virginia.",
+        "The state of the goods on delivery is the Buyer's risk.",
+    ]
+    scores = trained.score(unseen, [LAW])[0]
+    assert int(np.argmax(scores)) == 1
+    lexical = LexicalScorer().score(unseen, [LAW])[0]
+    assert lexical[2] >= lexical[1]  # "state" and "governs" weigh alike to word overlap: the look-alike ties or wins
+
+    trained.save(tmp_path / "weights.npz")
+    assert RelevanceScorer.load(tmp_path / "weights.npz").score(unseen, [LAW])[0] == pytest.approx(scores, abs=5e-2)
+
+
+class _WordScorer:
+    """Scores a sentence by the words it holds: the agent's logic without a trained model."""
+
+    def __init__(self, word: str, weaker: str = "") -> None:
+        self.word, self.weaker = word, weaker
+
+    def score(self, chunk, questions):  # noqa: ANN001, ANN201
+        def one(s: str) -> float:
+            return 3.0 if self.word in s else 1.5 if self.weaker and self.weaker in s else -5.0
+
+        return [[one(s) for s in chunk] for _ in questions]
+
+
+def test_the_extractive_memory_keeps_scored_sentences_verbatim_and_generates_nothing(tokenizer):
+    engine = FakeEngine(tokenizer, lambda m: "\\boxed{never asked}")
+    config = AgentConfig(chunk_tokens=40, memory_tokens=64, answer_tokens=16, template_set="memagent",
+                         memory_policy="extractive")  # fmt: skip
+    agent = MemoryAgent(engine, config, scorer=_WordScorer("Ohio"))
+    first = agent.update([(LAW, None, CONTRACT)])[0]
+    assert first.text == "This Agreement shall be governed by and construed under the laws of the State of Ohio."
+    assert first.completion_tokens == 0 and engine.calls == []
+    # the kept line competes with the next chunk's sentences; a chunk with nothing relevant changes nothing
+    assert agent.update([(LAW, first.text, "Payment is due in thirty days.")])[0].text == first.text
+    # a chunk with nothing relevant and no memory: the empty memory, and a yes/no question is answered without the model
+    nothing = agent.update([("Is there a non-compete clause?", None, "Payment is due in thirty days.")])[0]
+    assert nothing.text == NO_EVIDENCE_MEMORY
+    (answer,) = agent.answer([("Is there a non-compete clause?", nothing.text)])
+    assert answer.answer == NOT_IN_DOCUMENT_NO and engine.calls == []
+
+
+def test_the_extractive_memory_stays_within_its_budget_best_first(tokenizer):
+    lines = [f"Clause {i}: the laws of Ohio apply to part {i} of the work done here." for i in range(12)]
+    engine = FakeEngine(tokenizer, lambda m: "")
+    config = AgentConfig(chunk_tokens=400, memory_tokens=60, answer_tokens=16, template_set="memagent",
+                         memory_policy="extractive")  # fmt: skip
+    memory = MemoryAgent(engine, config, scorer=_WordScorer("Ohio")).update([(LAW, None, " ".join(lines))])[0].text
+    kept = memory.split("\n")
+    assert 1 < len(kept) < len(lines) and all(line in lines for line in kept)
+    assert len(tokenizer(memory, add_special_tokens=False)["input_ids"]) <= 60
+
+
+def test_the_extractive_memory_keeps_the_best_first_and_no_look_alike_far_below_it(tokenizer):
+    """The small reader answers from the first lines and names every look-alike it sees: the best line comes first,
+    and a line scoring more than `KEEP_MARGIN` below it is not kept, though it reaches the threshold."""
+    engine = FakeEngine(tokenizer, lambda m: "")
+    config = AgentConfig(chunk_tokens=400, memory_tokens=100, answer_tokens=16, template_set="memagent",
+                         memory_policy="extractive")  # fmt: skip
+    chunk = "The code of Ann is 1. The code of Bob is 2. Rain fell."
+    memory = MemoryAgent(engine, config, scorer=_WordScorer("Bob", weaker="code")).update([("Bob?", None, chunk)])
+    assert KEEP_MARGIN < 3.0 - 1.5 and 1.5 > KEEP_THRESHOLD
+    assert memory[0].text == "The code of Bob is 2."
+    close = _WordScorer("Bob", weaker="Ann")
+    close.score = lambda chunk, qs: [[3.0 if "Bob" in s else 2.5 if "Ann" in s else -5.0 for s in chunk] for _ in qs]
+    both = MemoryAgent(engine, config, scorer=close).update([("Bob?", None, chunk)])[0].text
+    assert both.split("\n") == ["The code of Bob is 2.", "The code of Ann is 1."]  # within the margin: best first
+
+
+def test_an_unknown_memory_policy_is_refused():
+    with pytest.raises(ValueError, match="unknown memory policy 'free'"):
+        AgentConfig(memory_policy="free")
