@@ -1,6 +1,7 @@
 """The whole UI in a real browser: upload a TXT, ask, watch the agent read chunk by chunk, get an
 answer. Runs the real app and the real (tiny) model, so it asserts on what the page shows while
-reading, not on whether SmolLM2-135M answers correctly.
+reading, not on whether SmolLM2-135M answers correctly; except for the default reader, which keeps the
+planted sentence verbatim and is asked to answer from it.
 
     apt-get update && apt-get install -y chromium
     .venv/bin/python -m pytest tests/browser -v
@@ -13,6 +14,7 @@ import time
 
 import pytest
 
+from inference.models import EXTRACTIVE_READER, READER
 from tests.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser
@@ -69,7 +71,43 @@ def _bar_pct(page) -> int | None:  # noqa: ANN001
     return int(bar.get_attribute("aria-valuenow")) if bar.count() else None
 
 
-def test_upload_ask_and_watch_the_agent_read(page, live_server, tmp_path) -> None:  # noqa: ANN001
+def _activate(page, url: str, name: str) -> None:  # noqa: ANN001
+    (version,) = [v["id"] for v in page.request.get(url + "/api/models").json() if v["name"] == name]
+    assert page.request.post(f"{url}/api/models/{version}/activate").ok
+
+
+@pytest.fixture
+def rewriting_reader(page, live_server):  # noqa: ANN001, ANN201
+    """The reader that writes its memory at every chunk (seconds a chunk), so that a person can watch it read; the
+    default one keeps sentences and read this document's 4 chunks in 3 s, before the page showed one."""
+    _activate(page, live_server.url, READER)
+    yield
+    _activate(page, live_server.url, EXTRACTIVE_READER)
+
+
+def test_the_default_reader_keeps_the_sentence_that_answers_and_answers_from_it(page, live_server, tmp_path) -> None:  # noqa: ANN001
+    """The reader a fresh install reads with keeps the document's sentences verbatim: the planted one is in the
+    memory the page shows, and the answer, from the real model, names the code."""
+    doc_path = tmp_path / "harbor-vault.txt"
+    doc_path.write_text(DOCUMENT + "\n\nThe branch keeps a cat called Ledger.", encoding="utf-8")  # its own bytes
+    page.goto(live_server.url + "/")
+    page.locator("#ask").wait_for(state="visible", timeout=60_000)
+    page.locator("#upload input[type=file]").set_input_files(str(doc_path))
+    page.locator("#doc-info").get_by_text("tokens").wait_for(timeout=60_000)
+    page.wait_for_function(
+        "() => (document.querySelector('#document input')?.value || '').includes('harbor-vault')", timeout=30_000
+    )
+    page.locator("#question textarea").fill(QUESTION)
+    page.locator("#ask").click()
+    page.wait_for_function("() => (document.querySelector('#status')?.innerText || '').trim().startsWith('Done')",
+                           timeout=READ_TIMEOUT_S * 1000)  # fmt: skip
+    assert PLANTED in _value(page, "#memory textarea").splitlines()
+    page.wait_for_function("() => (document.querySelector('#answer textarea')?.value || '').includes('4417')",
+                           timeout=30_000)  # fmt: skip
+    assert not page.page_errors, page.page_errors
+
+
+def test_upload_ask_and_watch_the_agent_read(page, live_server, rewriting_reader, tmp_path) -> None:  # noqa: ANN001
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     doc_path = tmp_path / "harbor-branch.txt"
     doc_path.write_text(DOCUMENT, encoding="utf-8")
