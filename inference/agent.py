@@ -276,7 +276,8 @@ class MemoryAgent:
             active = [i for i, plan in enumerate(plans) if k < len(plan)]
             batch = [(items[i][0], _last_memory(trajectories[i]), plans[i][k].text(items[i][1])) for i in active]
             messages = self.update_messages(batch)
-            completions = self.update(batch, temperature)
+            extractive = self.config.memory_policy == "extractive"
+            completions = self.extract(batch) if extractive else self._rewrite(messages, temperature)
             for i, message, completion in zip(active, messages, completions):
                 trajectories[i].messages.append(message)
                 trajectories[i].completions.append(completion)

@@ -8,6 +8,17 @@ from typing import Callable, Sequence
 from inference.engines.base import Completion, Engine
 
 
+def activate_version_named(settings, name: str) -> None:  # noqa: ANN001
+    """Make the seeded model version `name` the one new readings use. A scripted engine writes a reading's memory
+    only under the rewriting reader (`smollm2-reader`); the default keeps the document's sentences itself."""
+    from app.db import session_scope
+    from app.services import models as mv
+
+    with session_scope(settings.resolved_database_url) as s:
+        (version,) = [v for v in mv.list_versions(s) if v.name == name]
+        mv.activate_version(s, version.id)
+
+
 class FakeEngine(Engine):
     """Answers each message with `respond(message)`; records every call.
 

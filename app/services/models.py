@@ -231,9 +231,9 @@ def version_dict(version: ModelVersion) -> dict[str, Any]:
         "id": version.id, "name": version.name, "base_model": version.base_model,
         "adapter_path": version.adapter_path, "engine": version.engine, "template_set": version.template_set,
         "memory_policy": version.memory_policy, "chunk_tokens": version.chunk_tokens,
-        "memory_tokens": version.memory_tokens,
-        "training_run": version.training_run, "active": version.active, "key_metrics": key_metrics(version.metrics),
-        "metrics": version.metrics, "created_at": version.created_at.isoformat(),
+        "memory_tokens": version.memory_tokens, "training_run": version.training_run, "active": version.active,
+        "key_metrics": key_metrics(version.metrics), "metrics": version.metrics,
+        "created_at": version.created_at.isoformat(),
     }  # fmt: skip
     out["lineage"] = own_lineage(out)
     return out

@@ -18,10 +18,11 @@ from app.models import Document
 from app.services import readings
 from app.services.runner import run_readings
 from app.settings import Settings
+from inference.models import EXTRACTIVE_READER, READER
 from tests.browser.test_timeline_ui import TEXT, _seed
 from tests.browser.uihelpers import watch
 from tests.conftest import ARTIFACTS
-from tests.fakes import FakeEngine
+from tests.fakes import FakeEngine, activate_version_named
 
 pytestmark = pytest.mark.browser
 
@@ -185,7 +186,17 @@ def test_a_finished_branch_refreshes_its_open_timeline(ui_page, ui_server, token
     assert page.locator("#step-memory textarea").input_value() == "notes: edited at two + +"
 
 
-def test_a_pass_of_several_questions_is_shown_side_by_side(ui_page, ui_server, tokenizer) -> None:
+@pytest.fixture
+def rewriting_reader(ui_server):  # noqa: ANN001, ANN201
+    """The scripted engine below writes the memories: the pass is asked of the rewriting reader (its readings keep
+    the version they were asked of); the server is shared, so the default comes back after."""
+    settings = Settings(data_dir=ui_server.data_dir)
+    activate_version_named(settings, READER)
+    yield
+    activate_version_named(settings, EXTRACTIVE_READER)
+
+
+def test_a_pass_of_several_questions_is_shown_side_by_side(ui_page, ui_server, rewriting_reader, tokenizer) -> None:
     page = ui_page
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     settings = Settings(data_dir=ui_server.data_dir)

@@ -15,9 +15,11 @@ from fastapi.testclient import TestClient
 from app import cli
 from app.cli import progress
 from app.cli import readings as cli_readings
+from app.cli.common import migrate_db
 from app.services import documents, readings, runner
 from app.web import create_app
-from tests.fakes import FakeEngine
+from inference.models import READER
+from tests.fakes import FakeEngine, activate_version_named
 
 pytestmark = pytest.mark.integration
 
@@ -36,6 +38,8 @@ def run(settings, tokenizer, monkeypatch, capsys):
     engine = FakeEngine(tokenizer, respond)
     monkeypatch.setattr(cli, "get_settings", lambda: settings)
     monkeypatch.setattr(runner, "engine_for", lambda _settings: engine)
+    migrate_db(settings)  # what every command does first: the bundled versions seeded
+    activate_version_named(settings, READER)  # the scripted engine writes the memories
 
     def run_cli(*argv: str) -> tuple[int, str, str]:
         code = cli.main(list(argv))

@@ -12,12 +12,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app import cli
+from app.cli.common import migrate_db
 from app.services import runner
 from app.services.runner import run_readings
 from app.settings import Settings
 from app.web import create_app
+from inference.models import READER
 from tests.conftest import MODEL_CACHE
-from tests.fakes import FakeEngine
+from tests.fakes import FakeEngine, activate_version_named
 from training.tasks import CONTRACTS_DIR
 from training.tasks.cuad_questions import REVIEW_QUESTIONS
 
@@ -95,6 +97,8 @@ def run(settings, tokenizer, monkeypatch, capsys):
     engine = FakeEngine(tokenizer, respond)
     monkeypatch.setattr(cli, "get_settings", lambda: settings)
     monkeypatch.setattr(runner, "engine_for", lambda _settings: engine)
+    migrate_db(settings)  # what every command does first: the bundled versions seeded
+    activate_version_named(settings, READER)  # the scripted engine writes the memories
 
     def run_cli(*argv: str) -> tuple[int, str, str]:
         code = cli.main(list(argv))

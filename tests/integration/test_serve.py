@@ -20,8 +20,11 @@ import pytest
 from app.db import session_scope
 from app.models import Worker
 from app.services.health import ALIVE_S
+from app.settings import Settings
+from inference.models import READER
 from inference.vllm_server import free_port
 from tests.conftest import ARTIFACTS, LIGHTHOUSE, MODEL_CACHE
+from tests.fakes import activate_version_named
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
@@ -246,6 +249,9 @@ def test_a_reading_whose_worker_is_killed_says_it_waits_then_resumes(tmp_path, c
 
     try:
         serve.wait_for("the model to be ready", lambda: serve.health()["engine_state"] == "ready")
+        # the reader that writes its memory (seconds a chunk): the default read all 11 chunks in 2 s, before the
+        # page showed one, so there was no reading in the middle to kill
+        activate_version_named(Settings(data_dir=serve.data_dir), READER)
         (first,) = _worker_pids(serve.proc.pid)
         page = chromium.new_page(viewport={"width": 1280, "height": 900})
         try:

@@ -29,7 +29,8 @@ def _reading(i: int, question: str, answer: str | None, memory: str | None, stat
                             edited_by=None, prompt_tokens=1, completion_tokens=1, seconds=0.1,
                             created_at=datetime(2026, 1, 1))] if memory is not None else []  # fmt: skip
     return ReadingView(id=i, document_id=1, question=question, status=status, answer=answer, final_output=None,
-                       error=None, model="m", chunk_tokens=64, memory_tokens=32, template_set="memagent", cursor=3,
+                       error=None, model="m", chunk_tokens=64, memory_tokens=32, template_set="memagent",
+                       memory_policy="generative", cursor=3,
                        total_chunks=3, created_at=None, parent_reading_id=None, branched_at_step=None,
                        progress=ProgressView(3, 3, None, None), checkpoints=steps)  # fmt: skip
 
