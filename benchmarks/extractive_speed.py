@@ -5,7 +5,7 @@ and the one answer call all included. Against the generative memory on the same 
 
 - one question on an 8K and a 32K-token window of a novel;
 - 8 questions against 1 on the 32K window;
-- the 41 review questions against 1 on a training contract;
+- a training contract's review questions (all it carries: 40 for the first) against 1;
 - one question on a 1M-token document (the four novels, repeated).
 
     .venv/bin/python -m benchmarks.extractive_speed [--threads 2] [--generative 8192]
