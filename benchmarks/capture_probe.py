@@ -19,11 +19,14 @@ clause from a "No".
 Policies: `lexical` (question word overlap, the floor), `lead` (the document's first sentences, a positional
 floor), `smollm2` (the untrained model as a pointer scorer, inference/capture_scorer.py), `reader` (the same with
 the shipped adapter merged), `pointer` (the same with `--adapter`'s LoRA merged, e.g. a checkpoint of
-training/capture_train.py; scores saved under `--label`, default the adapter's folder names).
+training/capture_train.py; scores saved under `--label`, default the adapter's folder names), `relevance` (the
+learned linear scorer of inference/relevance.py: the shipped weights, or `--weights` of a training/relevance_train.py
+run).
 
     OMP_NUM_THREADS=1 nice -n 19 .venv/bin/python -m benchmarks.capture_probe --policy lexical
     ... --policy reader --suites contracts synthetic --limit 30    # runs/probe/<policy>.json
     ... --policy pointer --adapter runs/pointer/r1/step-0010 --suites contracts --limit 8 --threads 2
+    ... --policy relevance [--weights runs/relevance/r3/weights.npz]
 """
 
 from __future__ import annotations

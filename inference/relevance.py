@@ -9,12 +9,13 @@ seconds, and its scores are log-odds, comparable across chunks as the memory nee
 Features, each a hashed index with value 1 unless said:
 - the question itself (its normalised text): a bias per question, and the question crossed with each sentence word
   (the 41 review questions each learn their own words: "governed", "laws", "state" for Governing Law);
-- each content word of the question crossed with each sentence word (what carries to questions never seen);
-- the sentence's shape (short, upper case, a date, an amount, a defined term), crossed as above;
-- how much of the question the sentence holds (`LexicalScorer`'s share), as a value and in buckets.
+- the sentence's shape (short, upper case, a date, an amount, a defined term), crossed with the question;
+- how much of the question the sentence holds (`LexicalScorer`'s share), as a value and in buckets, alone and
+  crossed with the question: what carries to a question never trained on.
 
-No feature of the sentence alone: a word or a shape that marks contract evidence says nothing of a novel's (with
-them, a model trained on contracts kept the evidence of 3.5% of the dev book questions; word overlap keeps 42%).
+No feature of the sentence alone, and no cross of the question's words with the sentence's: both learn what
+contract evidence looks like and say nothing of a novel's (with them, the dev book questions' evidence was kept for
+3.5% and 10.6%; word overlap keeps 41.7%, this model 41.2%: docs/experiments/2026-12-06-relevance-scorer.md).
 
 A sentence's score depends on its text alone, not its place: a kept sentence re-scored at a later chunk gets the
 same score, so a memory needs no side record of scores.
@@ -100,7 +101,6 @@ class Question:
         self.stems = content_stems(text)
         key = " ".join(_WORD.findall(text.lower()))
         self.key = np.asarray([_id(key)], dtype=np.uint64)
-        self.words = _ids(sorted(self.stems))
 
 
 def features(q: Question, sentence: str) -> tuple[np.ndarray, np.ndarray]:
