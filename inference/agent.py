@@ -219,18 +219,24 @@ class MemoryAgent:
             from inference.relevance import RelevanceScorer
 
             self.scorer = RelevanceScorer.shipped()
-        out = []
+        out, split = [], {}  # the questions of a pass share their chunk: split and counted once
         for problem, memory, chunk in items:
+            if chunk not in split:
+                sentences = [chunk[a:b] for a, b in document_spans(chunk)]
+                split[chunk] = sentences, self._token_counts(sentences)
             old = [] if memory is None or holds_nothing(memory) else [x for x in memory.split("\n") if x.strip()]
-            texts = old + [chunk[a:b] for a, b in document_spans(chunk)]
+            texts, counts = old + split[chunk][0], self._token_counts(old) + split[chunk][1]
             scores = self.scorer.score(texts, [problem])[0] if texts else []
-            counts = self.engine.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
-            candidates = [Sentence(t, i, i + 1, s, len(c)) for i, (t, s, c) in enumerate(zip(texts, scores, counts))]
+            candidates = [Sentence(t, i, i + 1, s, n) for i, (t, s, n) in enumerate(zip(texts, scores, counts))]
             kept = sorted(assemble([], candidates, self.config.memory_tokens, KEEP_THRESHOLD), key=lambda s: -s.score)
             kept = [s for s in kept if s.score >= kept[0].score - KEEP_MARGIN]
-            read = sum(len(c) for c in counts)
-            out.append(Completion(render(kept) or NO_EVIDENCE_MEMORY, read, 0))
+            out.append(Completion(render(kept) or NO_EVIDENCE_MEMORY, sum(counts), 0))
         return out
+
+    def _token_counts(self, texts: list[str]) -> list[int]:
+        if not texts:
+            return []
+        return [len(ids) for ids in self.engine.tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
     def _rewrite(self, messages: list[str], temperature: float) -> list[Completion]:
         completions = self.engine.generate(messages, self.config.memory_tokens, temperature)
