@@ -219,14 +219,20 @@ class MemoryAgent:
             from inference.relevance import RelevanceScorer
 
             self.scorer = RelevanceScorer.shipped()
-        out, split = [], {}  # the questions of a pass share their chunk: split and counted once
+        asked: dict[str, list[str]] = {}  # the questions of a pass share their chunk: split, counted, scored once
+        for problem, _, chunk in items:
+            asked.setdefault(chunk, []).append(problem)
+        read = {}
+        for chunk, problems in asked.items():
+            sentences = [chunk[a:b] for a, b in document_spans(chunk)]
+            scores = dict(zip(problems, self.scorer.score(sentences, problems)))
+            read[chunk] = sentences, self._token_counts(sentences), scores
+        out = []
         for problem, memory, chunk in items:
-            if chunk not in split:
-                sentences = [chunk[a:b] for a, b in document_spans(chunk)]
-                split[chunk] = sentences, self._token_counts(sentences)
+            sentences, counts, scores = read[chunk]
             old = [] if memory is None or holds_nothing(memory) else [x for x in memory.split("\n") if x.strip()]
-            texts, counts = old + split[chunk][0], self._token_counts(old) + split[chunk][1]
-            scores = self.scorer.score(texts, [problem])[0] if texts else []
+            texts, counts = old + sentences, self._token_counts(old) + counts
+            scores = self.scorer.score(old, [problem])[0] + scores[problem]
             candidates = [Sentence(t, i, i + 1, s, n) for i, (t, s, n) in enumerate(zip(texts, scores, counts))]
             kept = sorted(assemble([], candidates, self.config.memory_tokens, KEEP_THRESHOLD), key=lambda s: -s.score)
             kept = [s for s in kept if s.score >= kept[0].score - KEEP_MARGIN]

@@ -103,13 +103,20 @@ class Question:
         self.key = np.asarray([_id(key)], dtype=np.uint64)
 
 
-def features(q: Question, sentence: str) -> tuple[np.ndarray, np.ndarray]:
+class SentenceHalf:
+    """A sentence's half of every feature, computed once a sentence, whatever the questions asked of it."""
+
+    def __init__(self, text: str) -> None:
+        self.words, self.shape = _ids(sentence_words(text)), _ids(shapes(text))
+        self.stems = content_stems(text)
+
+
+def features(q: Question, s: SentenceHalf) -> tuple[np.ndarray, np.ndarray]:
     """(indices, values) of one (question, sentence) pair."""
-    words, shape = _ids(sentence_words(sentence)), _ids(shapes(sentence))
-    share = len(q.stems & content_stems(sentence)) / len(q.stems) if q.stems else 0.0
+    share = len(q.stems & s.stems) / len(q.stems) if q.stems else 0.0
     bucket = _ids([f"lex:{min(int(share * 4), 4)}"])
-    binary = [_mix("bias", np.zeros(1, np.uint64)), _mix("q", q.key), _mix("qw", q.key, words),
-              _mix("qshape", q.key, shape), _mix("lex", bucket), _mix("lex", q.key, bucket)]  # fmt: skip
+    binary = [_mix("bias", np.zeros(1, np.uint64)), _mix("q", q.key), _mix("qw", q.key, s.words),
+              _mix("qshape", q.key, s.shape), _mix("lex", bucket), _mix("lex", q.key, bucket)]  # fmt: skip
     idx = np.concatenate([*binary, _mix("lex", np.zeros(1, np.uint64))])
     values = np.ones(len(idx), dtype=np.float32)
     values[-1] = share
@@ -143,10 +150,10 @@ class RelevanceScorer:
         scale = float(np.abs(w).max()) / 127 or 1.0
         np.savez_compressed(path, weights=np.round(w / scale).astype(np.int8), scale=np.float32(scale))
 
-    def score_one(self, q: Question, sentence: str) -> float:
-        idx, values = features(q, sentence)
-        return float(self.weights[idx] @ values)
-
     def score(self, chunk: Sequence[str], questions: Sequence[str]) -> list[list[float]]:
-        asked = [Question(text) for text in questions]
-        return [[self.score_one(q, s) for s in chunk] for q in asked]
+        halves = [SentenceHalf(text) for text in chunk]
+        return [[self._score(features(Question(q), s)) for s in halves] for q in questions]
+
+    def _score(self, feature: tuple[np.ndarray, np.ndarray]) -> float:
+        idx, values = feature
+        return float(self.weights[idx] @ values)

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from inference.capture import LexicalScorer, document_spans
-from inference.relevance import SIZE, Question, RelevanceScorer, features
+from inference.relevance import SIZE, Question, RelevanceScorer, SentenceHalf, features
 from training.capture_rows import labels, passage_spans
 
 
@@ -33,6 +33,7 @@ def contract_examples(text: str, qa: list[dict], rng: np.random.Generator, hard:
     evidence passages, as in the contracts' cases)."""
     spans = document_spans(text)
     sentences = [text[a:b] for a, b in spans]
+    halves = [SentenceHalf(s) for s in sentences]
     overlap = LexicalScorer().score(sentences, [x["question"] for x in qa])
     for x, lex in zip(qa, overlap):
         marked = labels(spans, passage_spans(text, [e for e in x["evidence"] if e]))
@@ -45,9 +46,9 @@ def contract_examples(text: str, qa: list[dict], rng: np.random.Generator, hard:
             picked |= set(rng.choice(others, size=min(easy, len(others)), replace=False).tolist())
         q = Question(x["question"])
         for i in pos:
-            yield (*features(q, sentences[i]), 1)
+            yield (*features(q, halves[i]), 1)
         for i in sorted(picked):
-            yield (*features(q, sentences[i]), 0)
+            yield (*features(q, halves[i]), 0)
 
 
 class AdaGrad:

@@ -11,7 +11,7 @@ import pytest
 
 from inference.agent import KEEP_MARGIN, KEEP_THRESHOLD, AgentConfig, MemoryAgent
 from inference.capture import LexicalScorer
-from inference.relevance import SIZE, Question, RelevanceScorer, features
+from inference.relevance import SIZE, Question, RelevanceScorer, SentenceHalf, features
 from inference.templates import NO_EVIDENCE_MEMORY, NOT_IN_DOCUMENT_NO
 from tests.fakes import FakeEngine
 from training.relevance_train import AdaGrad, contract_examples
@@ -28,10 +28,10 @@ CONTRACT = (
 
 def test_features_are_the_same_in_every_process():
     """The hash is crc32, not Python's per-process hash(): weights trained in one process score in another."""
-    idx, _ = features(Question(LAW), "governed by the laws of Ohio")
+    idx, _ = features(Question(LAW), SentenceHalf("governed by the laws of Ohio"))
     code = (
-        "from inference.relevance import Question, features;"
-        f"print(features(Question({LAW!r}), 'governed by the laws of Ohio')[0].tolist())"
+        "from inference.relevance import Question, SentenceHalf, features;"
+        f"print(features(Question({LAW!r}), SentenceHalf('governed by the laws of Ohio'))[0].tolist())"
     )
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert other.stdout.strip() == str(idx.tolist())
