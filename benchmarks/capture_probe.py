@@ -143,14 +143,13 @@ def chunk_rank(read: dict, q: int, evidence: list[tuple[int, int]]) -> int | Non
     """The best rank (1 = first) an evidence sentence gets among its own chunk's sentences: how well the scorer
     orders a chunk, whatever its scores are worth against other chunks'. Ties go to the earlier sentence, as in
     `assemble`. None without located evidence."""
-    from training.capture_rows import labels
+    from training.capture_rows import best_rank, labels
 
-    row, chunk_of, best = read["scores"][q], read["chunk_of"], None
-    for i in np.nonzero(labels(read["spans"], evidence))[0]:
-        mine = np.nonzero(chunk_of == chunk_of[i])[0]
-        rank = int((row[mine] > row[i]).sum() + ((row[mine] == row[i]) & (mine < i)).sum()) + 1
-        best = rank if best is None else min(best, rank)
-    return best
+    row, chunk_of = read["scores"][q], read["chunk_of"]
+    marked = np.asarray(labels(read["spans"], evidence), dtype=int)
+    ranks = [best_rank(row[chunk_of == k].tolist(), marked[chunk_of == k].tolist())
+             for k in np.unique(chunk_of[marked == 1])]  # fmt: skip
+    return min(ranks, default=None)
 
 
 def judge(read: dict, budget: int, threshold: float) -> list[dict]:

@@ -65,6 +65,18 @@ def labels(spans: Sequence[tuple[int, int]], evidence: Sequence[tuple[int, int]]
     return tuple(int(hit(a, b)) for a, b in spans)
 
 
+def best_rank(scores: Sequence[float], labels: Sequence[int]) -> int | None:
+    """The best rank (1 = first) of a labelled sentence among `scores`, ties to the earlier sentence as the memory
+    breaks them; None when none is labelled.
+
+    >>> best_rank([0.1, 0.5, 0.5, 0.2], [0, 0, 1, 1]), best_rank([1.0, 2.0], [0, 0])
+    (2, None)
+    """
+    ranks = [sum(x > scores[i] for x in scores) + sum(x == scores[i] for x in scores[:i]) + 1
+             for i, on in enumerate(labels) if on]  # fmt: skip
+    return min(ranks) if ranks else None
+
+
 def document_rows(source: str, text: str, questions: Sequence[tuple[str, Sequence[str]]], tokenizer: Any,
                   chunk_tokens: int = 1024, shift_tokens: int = 0) -> list[CaptureRow]:  # fmt: skip
     """One row per chunk of `text` (the app's chunking), each question (question, marked passages) labelled."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training.capture_rows import CaptureRow, pointer_loss
+from training.capture_rows import CaptureRow, best_rank, pointer_loss
 
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -87,9 +87,7 @@ def evidence_rank(logp: Any, labels: Sequence[int]) -> int | None:
     >>> evidence_rank(torch.log(torch.tensor([0.1, 0.5, 0.2, 0.2])), [0, 1, 0]), evidence_rank(torch.zeros(3), [0, 0])
     (2, None)
     """
-    s = logp[1:].tolist()
-    ranks = [sum(x > s[i] for x in s) + sum(x == s[i] for x in s[:i]) + 1 for i, on in enumerate(labels) if on]
-    return min(ranks) if ranks else None
+    return best_rank(logp[1:].tolist(), labels)
 
 
 def item_loss(scorer: Any, item: Item) -> tuple[Any, list[dict]]:
