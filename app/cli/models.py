@@ -92,6 +92,8 @@ def _version_fields(settings: Settings, args: argparse.Namespace) -> dict:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """models"""
+    from inference.agent import MEMORY_POLICIES
+
     models = sub.add_parser(
         "models",
         help="model versions: list, add a trained adapter, activate one",
@@ -115,7 +117,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     add.add_argument("--metrics", metavar="RESULTS.json", help="`longread eval` results to keep with it")
     add.add_argument("--template", help="template set it was trained on (default: the run's, else settings)")
-    add.add_argument("--memory-policy", choices=["generative", "extractive"], default="generative",
+    add.add_argument("--memory-policy", choices=MEMORY_POLICIES, default="generative",
                      help="generative: the model rewrites its memory (MemAgent's); extractive: the best-scored "
                      "sentences are kept verbatim (for small models)")  # fmt: skip
     add.add_argument("--chunk-tokens", type=int, help="chunk size it was trained for (default: the run's)")

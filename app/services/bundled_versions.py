@@ -44,16 +44,17 @@ def seed_bundled(session: Session, settings: Settings) -> None:
     run = _reader_run(index)
     config = load_config(REPO / run["config_file"])
     template_set = config.template_set  # the base too: the untrained model was measured with the same templates
+    lineage = _lineage(run, config)  # the reader's weights, whichever memory reads with them
     try:
         with session.begin_nested():  # a second process seeding at the same moment: its rows stand
             if BUNDLED not in have:
                 register_version(session, BUNDLED, BUNDLED, metrics={"summary": _summary(index, BASE_EVALS),
                                  "lineage": {"base": BUNDLED}}, template_set=template_set)  # fmt: skip
             if READER not in have:
-                metrics = {"summary": _summary(index, READER_EVALS), "lineage": _lineage(run, config)}
+                metrics = {"summary": _summary(index, READER_EVALS), "lineage": lineage}
                 register_version(session, READER, BUNDLED, READER_ADAPTER, metrics, template_set=template_set)
             if EXTRACTIVE_READER not in have:
-                metrics = {"summary": _summary(index, EXTRACTIVE_EVALS), "lineage": _lineage(run, config)}
+                metrics = {"summary": _summary(index, EXTRACTIVE_EVALS), "lineage": lineage}
                 extractive = register_version(session, EXTRACTIVE_READER, BUNDLED, READER_ADAPTER, metrics,
                                               template_set=template_set, memory_policy="extractive")  # fmt: skip
                 if active_version(session) is None and settings.model == READER:
