@@ -14,8 +14,10 @@ import time
 
 import pytest
 
+from app.settings import Settings
 from inference.models import EXTRACTIVE_READER, READER
 from tests.conftest import ARTIFACTS
+from tests.fakes import activate_version_named
 
 pytestmark = pytest.mark.browser
 
@@ -71,18 +73,14 @@ def _bar_pct(page) -> int | None:  # noqa: ANN001
     return int(bar.get_attribute("aria-valuenow")) if bar.count() else None
 
 
-def _activate(page, url: str, name: str) -> None:  # noqa: ANN001
-    (version,) = [v["id"] for v in page.request.get(url + "/api/models").json() if v["name"] == name]
-    assert page.request.post(f"{url}/api/models/{version}/activate").ok
-
-
 @pytest.fixture
-def rewriting_reader(page, live_server):  # noqa: ANN001, ANN201
+def rewriting_reader(live_server):  # noqa: ANN001, ANN201
     """The reader that writes its memory at every chunk (seconds a chunk), so that a person can watch it read; the
     default one keeps sentences and read this document's 4 chunks in 3 s, before the page showed one."""
-    _activate(page, live_server.url, READER)
+    settings = Settings(data_dir=live_server.data_dir)
+    activate_version_named(settings, READER)
     yield
-    _activate(page, live_server.url, EXTRACTIVE_READER)
+    activate_version_named(settings, EXTRACTIVE_READER)
 
 
 def test_the_default_reader_keeps_the_sentence_that_answers_and_answers_from_it(page, live_server, tmp_path) -> None:  # noqa: ANN001

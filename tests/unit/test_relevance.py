@@ -66,12 +66,12 @@ def test_a_few_contracts_teach_the_governing_law_clause_over_its_look_alikes(tmp
 class _WordScorer:
     """Scores a sentence by the words it holds: the agent's logic without a trained model."""
 
-    def __init__(self, word: str, weaker: str = "") -> None:
-        self.word, self.weaker = word, weaker
+    def __init__(self, word: str, weaker: str = "", weaker_score: float = 1.5) -> None:
+        self.word, self.weaker, self.weaker_score = word, weaker, weaker_score
 
     def score(self, chunk, questions):  # noqa: ANN001, ANN201
         def one(s: str) -> float:
-            return 3.0 if self.word in s else 1.5 if self.weaker and self.weaker in s else -5.0
+            return 3.0 if self.word in s else self.weaker_score if self.weaker and self.weaker in s else -5.0
 
         return [[one(s) for s in chunk] for _ in questions]
 
@@ -114,8 +114,7 @@ def test_the_extractive_memory_keeps_the_best_first_and_no_look_alike_far_below_
     memory = MemoryAgent(engine, config, scorer=_WordScorer("Bob", weaker="code")).update([("Bob?", None, chunk)])
     assert KEEP_MARGIN < 3.0 - 1.5 and 1.5 > KEEP_THRESHOLD
     assert memory[0].text == "The code of Bob is 2."
-    close = _WordScorer("Bob", weaker="Ann")
-    close.score = lambda chunk, qs: [[3.0 if "Bob" in s else 2.5 if "Ann" in s else -5.0 for s in chunk] for _ in qs]
+    close = _WordScorer("Bob", weaker="Ann", weaker_score=2.5)
     both = MemoryAgent(engine, config, scorer=close).update([("Bob?", None, chunk)])[0].text
     assert both.split("\n") == ["The code of Bob is 2.", "The code of Ann is 1."]  # within the margin: best first
 
