@@ -44,8 +44,9 @@ chromium:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
 
 # Unbuffered, so that a run stopped at CI's time limit shows how far it got; the slowest tests at the end.
+# tests/suite.py runs the model and browser tests and, beside them at a lower priority, the rest.
 test: install chromium vllm
-	PYTHONUNBUFFERED=1 GRADIO_ANALYTICS_ENABLED=False $(PY) -m pytest -q -p no:cacheprovider --durations=20
+	PYTHONUNBUFFERED=1 GRADIO_ANALYTICS_ENABLED=False $(PY) -m tests.suite
 
 # The reading benchmarks (benchmarks/run.py): tables on stdout, figures and plots in runs/benchmarks/ (git-ignored).
 bench: install vllm

@@ -12,7 +12,7 @@ import pytest
 
 from app.settings import Settings
 from inference.models import MODEL_CACHE, model_folder
-from inference.vllm_server import cpu_flags
+from tests.suite import budget_line
 
 POSTGRES_ADMIN_URL = os.environ.get("LONGREAD_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("LONGREAD_TEST_REDIS", "redis://127.0.0.1:6379/15")
@@ -122,31 +122,19 @@ def redis_url() -> str:
     return REDIS_URL
 
 
-#: the suite's wall-time budget (docs/testing.md): CI stops at 90 minutes with the install, on either kind of
-#: 2-core machine; issue 52 set these: half of what the suite took in 2026-12 (AVX2: 45 min with a ~450 s install)
-BUDGET_S = {"AVX-512": 900, "AVX2 only": 2_250}
 _STARTED = time.monotonic()
 
 
-def _cpu_kind() -> tuple[str, str]:
-    """("AVX-512" or "AVX2 only", the flags that decide the suite's speed)."""
-    flags = cpu_flags()
-    shown = " ".join(f"{f}={'yes' if f in flags else 'no'}" for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16"))
-    return ("AVX-512" if "avx512f" in flags else "AVX2 only"), shown
-
-
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The suite's wall time against its budget, with the CPU flags that decide it: the 20 slowest tests
-    (--durations=20 in `make test`) say where the time went."""
-    kind, flags = _cpu_kind()
+    """The run's wall time; for the whole suite, against its budget with the CPU flags that decide it (the 20
+    slowest tests, --durations=20 in `make test`, say where the time went). tests/suite.py runs the suite as two
+    parts at once and prints the whole's line itself."""
     wall = time.monotonic() - _STARTED
-    budget = BUDGET_S[kind]
-    verdict = "within" if wall <= budget else "OVER"
-    terminalreporter.write_line(
-        f"suite wall time {wall:.0f} s, {verdict} the {budget} s budget of a {os.cpu_count()}-core {kind} machine "
-        f"({flags}); see docs/testing.md, 'Time budget'",
-        red=wall > budget,
-    )
+    if os.environ.get("LONGREAD_SUITE_PART"):
+        terminalreporter.write_line(f"this part's wall time {wall:.0f} s")
+    else:
+        line = budget_line(wall)
+        terminalreporter.write_line(line, red="OVER" in line)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
