@@ -231,7 +231,7 @@ class ReadEvents:
     ):  # noqa: ANN201
         """Make a branch from the edited memory at step k and open it: it reads on from chunk k+1."""
         t = self.tab
-        edit_msg = t.details.edit_msg
+        edit_msg = t.details.panels.timeline.edit_msg
         if reading_id is None or not k:
             return {edit_msg: "**Cannot resume:** open a reading and choose a step first."}
         try:

@@ -11,13 +11,13 @@ import gradio as gr
 
 from app.services.users import UserView
 from app.settings import Settings
-from app.ui.details_panels import ReadingDetailsPanels
 from app.ui.document_panel import DocumentPanel, build_document_panel
 from app.ui.open_reading import OpenReading, build_open_reading
 from app.ui.pass_view import PassView, build_pass_view
 from app.ui.question_panel import QuestionPanel, build_question_panel
 from app.ui.read_lookups import Lookups
 from app.ui.read_views import READING_COLUMNS
+from app.ui.reading_details import ReadingDetails, build_reading_details
 from app.ui.review_panel import ReviewPanel, build_review_panel
 
 
@@ -28,7 +28,7 @@ class ReadTab:
     reading: OpenReading
     pass_view: PassView
     pass_ids: gr.State  #: the readings of the last pass asked here (several questions at once)
-    details: ReadingDetailsPanels
+    details: ReadingDetails  #: the open reading's timeline, provenance, branches, comparison and feedback
     reading_column: gr.Column  #: the question, the open reading and its details (hidden for a failed upload)
     readings: gr.Dataframe  #: the document's readings
     review_panel: ReviewPanel
@@ -61,7 +61,7 @@ def build_read_layout(settings: Settings, me: Callable[[], UserView | None]) -> 
             reading = build_open_reading()
             pass_view = build_pass_view(settings, me)
             pass_ids = gr.State([])
-            details = ReadingDetailsPanels(settings, me)
+            details = build_reading_details(settings, me)
     readings = gr.Dataframe(
         value=[],
         headers=READING_COLUMNS,

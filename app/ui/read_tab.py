@@ -65,17 +65,18 @@ def _connect_questions(ui: gr.Blocks, tab: ReadTab, on: ReadEvents) -> None:
 
 
 def _connect_reading(tab: ReadTab, on: ReadEvents, timer: gr.Timer, list_timer: gr.Timer) -> None:
-    v, details, saved = tab.reading, tab.details, tab.saved
+    v, saved = tab.reading, tab.saved
+    timeline, branches = tab.details.panels.timeline, tab.details.panels.branches
     tab.readings.select(on.on_open, saved, tab.opened, **HIDDEN)
     # Timers read the shown document from a State: a tick sent with a just-deleted document's id in the menu
     # was refused by the menu ("Value: 1 is not in the list of choices"), an error box after every deletion.
     list_timer.tick(on.on_refresh, [tab.doc.shown, tab.readings], tab.readings, **HIDDEN)
     timer.tick(on.on_tick, [v.reading_id, v.notice], v.live, **HIDDEN)
     v.cancel.click(on.on_cancel, v.reading_id, [*v.live, v.notice], **HIDDEN)
-    details.connect(v.reading_id, v.status, timer, list_timer)
+    tab.details.connect(v.reading_id, v.status, timer, list_timer)
     # While a reading runs, its row follows it every second, not every three (as its branches do: details).
     timer.tick(on.on_refresh, [tab.doc.shown, tab.readings], tab.readings, **HIDDEN)
-    details.branches_table.select(on.on_open, saved, tab.opened, **HIDDEN)
-    edited = [v.reading_id, details.step_slider, details.step_memory, tab.doc.document, saved]
-    details.resume.click(on.on_resume, edited, [details.edit_msg, *tab.opened, tab.readings], **HIDDEN)
+    branches.table.select(on.on_open, saved, tab.opened, **HIDDEN)
+    edited = [v.reading_id, timeline.slider, timeline.memory, tab.doc.document, saved]
+    timeline.resume.click(on.on_resume, edited, [timeline.edit_msg, *tab.opened, tab.readings], **HIDDEN)
     v.retry.click(on.on_retry, v.reading_id, [*v.live, v.notice], **HIDDEN)
