@@ -91,11 +91,10 @@ class ReadEvents:
         t = self.tab
         doc = self.look.document(document_id)
         p = page_parts(doc.status if doc else None)
-        shown = {t.doc.actions.delete: p.delete, t.doc.actions.dismiss: p.dismiss, t.doc.actions.confirm_box: False}
-        shown |= {part: p.reading for part in (t.reading_column, t.readings, t.review_panel.box)}
-        return {part: gr.update(visible=visible) for part, visible in shown.items()} | {
-            t.doc.shown: doc.id if doc else None
-        }
+        visible = {t.doc.actions.delete: p.delete, t.doc.actions.dismiss: p.dismiss, t.doc.actions.confirm_box: False}
+        visible |= {part: p.reading for part in (t.reading_column, t.readings, t.review_panel.box)}
+        shown = {t.doc.shown: doc.id if doc else None}
+        return {part: gr.update(visible=v) for part, v in visible.items()} | shown
 
     def after_delete(self, document_id: int | None, reading_id: int | None, saved: dict | None) -> dict:
         """Once a deletion was tried: the menu without the document, and the tab cleared as for a switch (nothing

@@ -3,7 +3,10 @@ memory), get the answer (several questions asked at once: side by side); then it
 resume from it), provenance, branches, comparison and feedback.
 
 Its parts are laid out by read_layout.py (each panel by its own builder), its handlers are read_events.py's, and
-this module wires them: each event to the components, by name, that its handler may update."""
+this module wires them: each event to the components, by name, that its handler may update.
+
+To add a box: make it in its panel's builder and name it in the panel's dataclass; the handlers that fill it
+return {box: value}; add it to those handlers' events' outputs here (or to the ReadTab list they share)."""
 
 from __future__ import annotations
 
