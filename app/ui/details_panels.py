@@ -1,164 +1,186 @@
-"""The panels under the open reading on the Read tab: its timeline, where each sentence came from, its branches,
-the comparison with another reading and the feedback on its answer. Their handlers are reading_details.py's;
-resuming from an edited memory and opening a branch open another reading, so read_tab.py wires those two."""
+"""The panels under the open reading on the Read tab, laid out: its timeline, where each sentence came from, its
+branches, the comparison with another reading and the feedback on its answer. Each builder names its components;
+reading_details.py's handlers update them by name."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 
 import gradio as gr
 
-from app.services.users import UserView
-from app.settings import Settings
 from app.ui.read_views import BRANCH_COLUMNS, DIFF_COLORS, SOURCE_COLUMNS
-from app.ui.reading_details import build_reading_details
 
 
-class ReadingDetailsPanels:
-    """The panels' components, in the current layout context; `connect(...)` wires them once the tab's parts
-    exist."""
+@dataclass(frozen=True)
+class Timeline:
+    box: gr.Accordion
+    slider: gr.Slider  #: the step shown
+    followed: gr.State  #: [reading id, steps, following] (reading_details.follow_timeline)
+    info: gr.Markdown  #: the step's line: where it read, who wrote the memory
+    chunk: gr.Textbox
+    memory: gr.Textbox  #: editable: resuming from it makes a branch (read_events.on_resume)
+    diff: gr.HighlightedText  #: the change from the step before
+    resume: gr.Button
+    edit_msg: gr.Markdown  #: what resuming did
 
-    def __init__(self, settings: Settings, me: Callable[[], UserView | None]) -> None:
-        self.details = build_reading_details(settings, me)
-        self.followed = gr.State(None)  # [reading id, steps, following] (reading_details.follow_timeline)
-        with gr.Accordion(
-            "Timeline: the memory after each chunk (edit one and resume from it)", open=False, elem_id="timeline"
-        ) as self.timeline:
-            self.step_slider = gr.Slider(
-                0,
-                1,
-                value=0,
-                step=1,
-                label="Step (arrow keys move through the steps)",
-                interactive=False,
-                elem_id="step",
+    @property
+    def step(self) -> list:
+        """What showing a step updates."""
+        return [self.info, self.chunk, self.memory, self.diff, self.resume]
+
+
+def build_timeline() -> Timeline:
+    label = "Timeline: the memory after each chunk (edit one and resume from it)"
+    with gr.Accordion(label, open=False, elem_id="timeline") as box:
+        slider = gr.Slider(
+            0, 1, value=0, step=1, label="Step (arrow keys move through the steps)", interactive=False, elem_id="step"
+        )
+        info = gr.Markdown(elem_id="step-info", latex_delimiters=[])
+        with gr.Row():
+            chunk = gr.Textbox(
+                label="The chunk the agent read", lines=8, max_lines=16, interactive=False, elem_id="step-chunk"
             )
-            self.step_info = gr.Markdown(elem_id="step-info", latex_delimiters=[])
-            with gr.Row():
-                self.step_chunk = gr.Textbox(
-                    label="The chunk the agent read", lines=8, max_lines=16, interactive=False, elem_id="step-chunk"
-                )
-                self.step_memory = gr.Textbox(
-                    label="The memory it wrote (edit, then resume: your lines stay)",
-                    lines=8,
-                    max_lines=16,
-                    interactive=True,
-                    elem_id="step-memory",
-                )
-            self.step_diff = gr.HighlightedText(
-                label="Change from the step before",
+            memory = gr.Textbox(
+                label="The memory it wrote (edit, then resume: your lines stay)",
+                lines=8,
+                max_lines=16,
+                interactive=True,
+                elem_id="step-memory",
+            )
+        diff = gr.HighlightedText(
+            label="Change from the step before",
+            combine_adjacent=False,
+            show_legend=True,
+            show_inline_category=False,
+            color_map=DIFF_COLORS,
+            elem_id="step-diff",
+        )
+        resume = gr.Button(
+            "Resume from this memory (a new branch)", size="sm", interactive=False, elem_id="resume-edit"
+        )
+        edit_msg = gr.Markdown(elem_id="edit-msg", latex_delimiters=[])
+    return Timeline(box, slider, gr.State(None), info, chunk, memory, diff, resume, edit_msg)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    box: gr.Accordion
+    sources: gr.Dataframe  #: each sentence of the memory and the answer, and where it came from
+    spans: gr.State  #: each row's passage and page (reading_details.on_source)
+    passage: gr.HighlightedText
+    note: gr.Markdown
+    page: gr.HTML  #: a PDF's page, the passage marked on it
+
+    @property
+    def passage_view(self) -> list:
+        """The passage view, in the order of passages.py's (passage, note, page image)."""
+        return [self.passage, self.note, self.page]
+
+
+def build_provenance() -> Provenance:
+    label = "Where it came from: each sentence of the memory and the answer, and its passage"
+    with gr.Accordion(label, open=False, elem_id="provenance") as box:
+        sources = gr.Dataframe(
+            value=[],
+            headers=SOURCE_COLUMNS,
+            type="array",
+            interactive=False,
+            wrap=True,
+            max_height=300,
+            elem_id="sources",
+            column_widths=["10%", "55%", "12%", "23%"],
+        )
+        note = gr.Markdown(elem_id="source-note", latex_delimiters=[])
+        with gr.Row():
+            passage = gr.HighlightedText(
+                label="The passage, in its place in the document",
                 combine_adjacent=False,
-                show_legend=True,
+                show_legend=False,
                 show_inline_category=False,
-                color_map=DIFF_COLORS,
-                elem_id="step-diff",
+                color_map={"source": "yellow"},
+                visible=False,  # until a sentence is chosen (open_passage)
+                elem_id="source-passage",
             )
-            self.resume = gr.Button(
-                "Resume from this memory (a new branch)", size="sm", interactive=False, elem_id="resume-edit"
-            )
-            self.edit_msg = gr.Markdown(elem_id="edit-msg", latex_delimiters=[])
-        with gr.Accordion(
-            "Where it came from: each sentence of the memory and the answer, and its passage",
-            open=False,
-            elem_id="provenance",
-        ) as self.provenance_box:
-            self.sources = gr.Dataframe(
-                value=[],
-                headers=SOURCE_COLUMNS,
-                type="array",
-                interactive=False,
-                wrap=True,
-                max_height=300,
-                elem_id="sources",
-                column_widths=["10%", "55%", "12%", "23%"],
-            )
-            self.source_note = gr.Markdown(elem_id="source-note", latex_delimiters=[])
-            with gr.Row():
-                self.source_passage = gr.HighlightedText(
-                    label="The passage, in its place in the document",
-                    combine_adjacent=False,
-                    show_legend=False,
-                    show_inline_category=False,
-                    color_map={"source": "yellow"},
-                    visible=False,  # until a sentence is chosen (open_passage)
-                    elem_id="source-passage",
-                )
-                self.source_page = gr.HTML(visible=False, elem_id="source-page")
-            self.source_spans = gr.State([])
-        with gr.Group(elem_id="branches-box"):
-            self.branches_note = gr.Markdown(elem_id="branches-note", latex_delimiters=[])
-            self.branches_table = gr.Dataframe(
-                value=[],
-                headers=BRANCH_COLUMNS,
-                type="array",
-                interactive=False,
-                wrap=True,
-                max_height=260,
-                elem_id="branches",
-                label="Branches: this reading's family as a tree (choose one to open it)",
-                column_widths=["8%", "52%", "12%", "28%"],
-            )
-        with gr.Accordion(
-            "Compare answers: this reading beside another of the document (a branch, say)",
-            open=False,
-            elem_id="compare",
-        ) as self.compare_box:
-            self.compare_with = gr.Dropdown(label="Compare with", choices=[], value=None, elem_id="compare-with")
-            with gr.Row():
-                self.compare_left = gr.Textbox(
-                    label="This reading", lines=6, max_lines=20, interactive=False, elem_id="compare-left"
-                )
-                self.compare_right = gr.Textbox(
-                    label="The other reading", lines=6, max_lines=20, interactive=False, elem_id="compare-right"
-                )
-        with gr.Group(elem_id="feedback"):
-            self.verdict = gr.Radio(["correct", "incorrect"], label="Your verdict on this answer", elem_id="verdict")
-            self.corrected = gr.Textbox(label="The right answer (if it is wrong)", elem_id="corrected-answer")
-            self.comment = gr.Textbox(label="Comment", elem_id="feedback-comment")
-            self.save_feedback = gr.Button("Save feedback", size="sm", elem_id="save-feedback")
-        self.feedback_list = gr.Markdown(elem_id="feedback-list", latex_delimiters=[])
+            page = gr.HTML(visible=False, elem_id="source-page")
+        spans = gr.State([])
+    return Provenance(box, sources, spans, passage, note, page)
 
-    def connect(self, reading_id: gr.State, status: gr.Markdown, timer: gr.Timer, list_timer: gr.Timer) -> None:
-        """Each panel follows the open reading (`reading_id`); the timeline also follows its `status` line,
-        the branches the tab's timers."""
-        d = self.details
-        reading_id.change(d.show_feedback, reading_id, self.feedback_list, show_progress="hidden")
-        step_view = [self.step_info, self.step_chunk, self.step_memory, self.step_diff, self.resume]
-        reading_id.change(d.load_timeline, reading_id, [self.step_slider, *step_view], show_progress="hidden")
-        self.timeline.expand(d.load_timeline, reading_id, [self.step_slider, *step_view], show_progress="hidden")
-        # The status line changes as the reading reads and when it finishes: the timeline follows it.
-        status.change(
-            d.follow_timeline,
-            [reading_id, self.followed],
-            [self.followed, self.step_slider, *step_view],
-            show_progress="hidden",
+
+@dataclass(frozen=True)
+class Branches:
+    note: gr.Markdown
+    table: gr.Dataframe  #: the open reading's family as a tree; choosing a row opens it (read_tab.py)
+
+
+def build_branches() -> Branches:
+    with gr.Group(elem_id="branches-box"):
+        note = gr.Markdown(elem_id="branches-note", latex_delimiters=[])
+        table = gr.Dataframe(
+            value=[],
+            headers=BRANCH_COLUMNS,
+            type="array",
+            interactive=False,
+            wrap=True,
+            max_height=260,
+            elem_id="branches",
+            label="Branches: this reading's family as a tree (choose one to open it)",
+            column_widths=["8%", "52%", "12%", "28%"],
         )
-        self.step_slider.input(d.stop_following, self.followed, self.followed, show_progress="hidden")
-        self.step_slider.change(d.show_step, [reading_id, self.step_slider], step_view, show_progress="hidden")
-        provenance_view = [self.sources, self.source_spans, self.source_passage, self.source_note, self.source_page]
-        reading_id.change(d.load_provenance, reading_id, provenance_view, show_progress="hidden")
-        self.provenance_box.expand(d.load_provenance, reading_id, provenance_view, show_progress="hidden")
-        self.sources.select(
-            d.on_source,
-            [reading_id, self.source_spans],
-            [self.source_passage, self.source_note, self.source_page],
-            show_progress="hidden",
-        )
-        branch_view = [self.branches_table, self.branches_note]
-        reading_id.change(d.load_branches, reading_id, branch_view, show_progress="hidden")
-        list_timer.tick(d.on_branches_refresh, [reading_id, self.branches_table], branch_view, show_progress="hidden")
-        # While a reading runs, its rows follow it every second, not every three (as the readings table's do).
-        timer.tick(d.on_branches_refresh, [reading_id, self.branches_table], branch_view, show_progress="hidden")
-        compare_view = [self.compare_with, self.compare_left, self.compare_right]
-        reading_id.change(d.compare_choices, reading_id, compare_view, show_progress="hidden")
-        self.compare_box.expand(d.compare_choices, reading_id, compare_view, show_progress="hidden")
-        self.compare_with.input(
-            d.on_compare,
-            [reading_id, self.compare_with],
-            [self.compare_left, self.compare_right],
-            show_progress="hidden",
-        )
-        feedback_form = [self.verdict, self.corrected, self.comment]
-        self.save_feedback.click(
-            d.on_feedback, [reading_id, *feedback_form], [self.feedback_list, *feedback_form], show_progress="hidden"
-        )
+    return Branches(note, table)
+
+
+@dataclass(frozen=True)
+class Compare:
+    box: gr.Accordion
+    other: gr.Dropdown  #: the reading to compare with
+    left: gr.Textbox  #: the open reading
+    right: gr.Textbox  #: the other one
+
+
+def build_compare() -> Compare:
+    label = "Compare answers: this reading beside another of the document (a branch, say)"
+    with gr.Accordion(label, open=False, elem_id="compare") as box:
+        other = gr.Dropdown(label="Compare with", choices=[], value=None, elem_id="compare-with")
+        with gr.Row():
+            left = gr.Textbox(label="This reading", lines=6, max_lines=20, interactive=False, elem_id="compare-left")
+            right = gr.Textbox(
+                label="The other reading", lines=6, max_lines=20, interactive=False, elem_id="compare-right"
+            )
+    return Compare(box, other, left, right)
+
+
+@dataclass(frozen=True)
+class Feedback:
+    verdict: gr.Radio
+    corrected: gr.Textbox
+    comment: gr.Textbox
+    save: gr.Button
+    given: gr.Markdown  #: the verdicts given on the answer, newest first
+
+    @property
+    def form(self) -> list:
+        return [self.verdict, self.corrected, self.comment]
+
+
+def build_feedback() -> Feedback:
+    with gr.Group(elem_id="feedback"):
+        verdict = gr.Radio(["correct", "incorrect"], label="Your verdict on this answer", elem_id="verdict")
+        corrected = gr.Textbox(label="The right answer (if it is wrong)", elem_id="corrected-answer")
+        comment = gr.Textbox(label="Comment", elem_id="feedback-comment")
+        save = gr.Button("Save feedback", size="sm", elem_id="save-feedback")
+    given = gr.Markdown(elem_id="feedback-list", latex_delimiters=[])
+    return Feedback(verdict, corrected, comment, save, given)
+
+
+@dataclass(frozen=True)
+class DetailsPanels:
+    timeline: Timeline
+    provenance: Provenance
+    branches: Branches
+    compare: Compare
+    feedback: Feedback
+
+
+def build_details_panels() -> DetailsPanels:
+    """The panels' components, in the current layout context, in the order they show."""
+    return DetailsPanels(build_timeline(), build_provenance(), build_branches(), build_compare(), build_feedback())

@@ -32,7 +32,7 @@ def confirm_text(v: document_deletion.DeletionView) -> str:
 
 class DocumentActions:
     """The buttons, the confirmation and its message; `connect(...)` wires them once the tab's parts exist. Which
-    button shows (and when the confirmation closes) follows the chosen document: read_tab.py's on_parts."""
+    button shows (and when the confirmation closes) follows the chosen document: read_events.py's on_parts."""
 
     def __init__(self, settings: Settings, me: Callable[[], UserView | None]) -> None:
         self.settings, self.me = settings, me

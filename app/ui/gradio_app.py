@@ -27,6 +27,24 @@ from app.ui.training_ui import build_admin_tabs
 from app.ui.users_panel import build_users_panel
 
 
+def account_line(settings: Settings, who: UserView | None) -> str:
+    """Who is signed in, and a sign-out button (production); the local admin in embedded mode."""
+    if who is None:
+        return ""
+    if settings.mode == "production":
+        line = (
+            f'Signed in as <b id="account-name">{html.escape(who.username)}</b> ({html.escape(who.role)})'
+            '<form method="post" action="/logout" class="lr-signout">'
+            '<button type="submit" id="sign-out">Sign out</button></form>'
+        )
+    else:
+        line = (
+            f'Acting as the local admin <b id="account-name">{html.escape(who.username)}</b> '
+            "(embedded mode: no sign-in)"
+        )
+    return f'<div class="lr-account">{line}</div>'
+
+
 def build_ui(settings: Settings) -> gr.Blocks:
     url = settings.resolved_database_url
 
@@ -46,28 +64,14 @@ def build_ui(settings: Settings) -> gr.Blocks:
         failed = h.engine_state == "failed"
         return describe_health(h, model), gr.update(value=h.detail if failed else "", visible=failed)
 
-    def on_account():
+    def on_account() -> dict:
         """The header's account line (who is signed in, a sign-out button) and, for admins, the Training,
         Models and Admin tabs."""
         who = me()
-        if who is None:
-            return "", *(gr.update(visible=False),) * 4, *users_panel.view(None)
-        if settings.mode == "production":
-            line = (
-                f'Signed in as <b id="account-name">{html.escape(who.username)}</b> ({html.escape(who.role)})'
-                '<form method="post" action="/logout" class="lr-signout">'
-                '<button type="submit" id="sign-out">Sign out</button></form>'
-            )
-        else:
-            line = (
-                f'Acting as the local admin <b id="account-name">{html.escape(who.username)}</b> '
-                "(embedded mode: no sign-in)"
-            )
-        return (
-            f'<div class="lr-account">{line}</div>',
-            *(gr.update(visible=who.is_admin),) * 4,
-            *users_panel.view("" if who.is_admin else None),
-        )
+        admin = who is not None and who.is_admin
+        shown = {part: gr.update(visible=admin) for part in admin_parts}
+        users = dict(zip(users_panel.outputs, users_panel.view("" if admin else None), strict=True))
+        return {account: account_line(settings, who)} | shown | users
 
     with gr.Blocks(title="Longread") as ui:
         with gr.Row(equal_height=True):
@@ -100,10 +104,6 @@ def build_ui(settings: Settings) -> gr.Blocks:
         connect_read_tab(ui, saved, timer, list_timer)
         health_timer.tick(on_health, None, [health_line, engine_log], show_progress="hidden")
         ui.load(on_health, None, [health_line, engine_log], show_progress="hidden")
-        ui.load(
-            on_account,
-            None,
-            [account, admin_tab, users_panel.box, admin_tabs.training, admin_tabs.models, *users_panel.outputs],
-            show_progress="hidden",
-        )
+        admin_parts = [admin_tab, users_panel.box, admin_tabs.training, admin_tabs.models]  # hidden for readers
+        ui.load(on_account, None, [account, *admin_parts, *users_panel.outputs], show_progress="hidden")
     return ui

@@ -58,40 +58,46 @@ def pass_cards_html(views: list[ReadingView]) -> str:
 Cards = dict[int, tuple[tuple[str, int], str]]
 
 
-#: what `show`, `follow` and `hide` update: the box, its timer and the cards shown
-PASS_OUTPUTS = 3
-
-
 def _reading(cards: Cards) -> bool:
     """Whether a reading of the pass is still queued or running (the pass view follows it while one is)."""
     return any(status in ("queued", "running") for (status, _), _ in cards.values())
 
 
 class PassView:
-    """The pass's cards (`box`), the timer that follows it while it reads, the cards shown (`cards`, a State)
-    and its handlers: `show(ids)` fills it, `follow(ids, cards)` keeps it current, `hide()` empties it; each
-    updates `outputs`."""
+    """The pass's cards (`box`), the timer that follows it while it reads and the cards shown (`cards`, a State).
+    `show(ids)` fills it, `follow(ids, cards)` keeps it current, `hide()` empties it: each returns the updates
+    of `outputs` by component."""
 
-    def __init__(self, box: gr.HTML, timer: gr.Timer, cards: gr.State, show: Callable, follow: Callable) -> None:
-        self.box, self.timer, self.cards, self.show, self.follow = box, timer, cards, show, follow
-        self.outputs = [box, timer, cards]
+    def __init__(self, settings: Settings, me: Callable[[], UserView | None]) -> None:
+        self.settings, self.me = settings, me
+        self.box = gr.HTML(visible=False, elem_id="pass-view")
+        self.timer = gr.Timer(1.0, active=False)
+        self.cards = gr.State({})
+        self.outputs = [self.box, self.timer, self.cards]
 
-    @staticmethod
-    def hide() -> tuple:
-        return gr.update(value="", visible=False), gr.Timer(active=False), {}
+    def hide(self) -> dict:
+        return {self.box: gr.update(value="", visible=False), self.timer: gr.Timer(active=False), self.cards: {}}
 
+    def show(self, ids: list[int] | None) -> dict:
+        return self._update(self._load(ids or [], {}))
 
-def build_pass_view(settings: Settings, me: Callable[[], UserView | None]) -> PassView:
-    """The pass's box, hidden until several questions are asked at once; call in the layout."""
+    def follow(self, ids: list[int] | None, shown: Cards | None) -> dict:
+        """No update when nothing changed, so the cards do not flicker (or close a memory someone opened);
+        the timer stops once no reading of the pass is queued or running."""
+        shown = shown or {}
+        cards = self._load(ids or [], shown)
+        if cards == shown and len(cards) > 1:
+            return {self.timer: gr.update() if _reading(cards) else gr.Timer(active=False)}
+        return self._update(cards)
 
-    def load(ids: list[int], shown: Cards) -> Cards:
+    def _load(self, ids: list[int], shown: Cards) -> Cards:
         """The pass's cards: a reading whose status or chunk moved since `shown` is loaded again, the others are
         kept as they were (one light query when none moved); a reading deleted meanwhile drops out. One question
         is no pass (the open reading's view shows it): nothing to load."""
         if len(ids) < 2:
             return {}
-        who = me()
-        where = readings.positions(settings, [int(i) for i in ids], user=who)
+        who = self.me()
+        where = readings.positions(self.settings, [int(i) for i in ids], user=who)
         cards: Cards = {}
         for reading_id in (int(i) for i in ids):
             if reading_id not in where:
@@ -101,30 +107,19 @@ def build_pass_view(settings: Settings, me: Callable[[], UserView | None]) -> Pa
                 cards[reading_id] = old
                 continue
             try:
-                cards[reading_id] = (where[reading_id], card_html(readings.show(settings, reading_id, user=who)))
+                cards[reading_id] = (where[reading_id], card_html(readings.show(self.settings, reading_id, user=who)))
             except NotFound:  # deleted meanwhile
                 continue
         return cards
 
-    def update(cards: Cards) -> tuple:
+    def _update(self, cards: Cards) -> dict:
         """The box for `cards` (several: one reading is the open one's view), followed while any of them reads."""
         if len(cards) < 2:
-            return PassView.hide()
+            return self.hide()
         box = gr.update(value=pass_html([card for _, card in cards.values()]), visible=True)
-        return box, gr.Timer(active=_reading(cards)), cards
+        return {self.box: box, self.timer: gr.Timer(active=_reading(cards)), self.cards: cards}
 
-    def show(ids: list[int] | None) -> tuple:
-        return update(load(ids or [], {}))
 
-    def follow(ids: list[int] | None, shown: Cards | None) -> tuple:
-        """No update when nothing changed, so the cards do not flicker (or close a memory someone opened);
-        the timer stops once no reading of the pass is queued or running."""
-        shown = shown or {}
-        cards = load(ids or [], shown)
-        if cards == shown and len(cards) > 1:
-            return gr.update(), gr.update() if _reading(cards) else gr.Timer(active=False), shown
-        return update(cards)
-
-    box = gr.HTML(visible=False, elem_id="pass-view")
-    timer = gr.Timer(1.0, active=False)
-    return PassView(box, timer, gr.State({}), show, follow)
+def build_pass_view(settings: Settings, me: Callable[[], UserView | None]) -> PassView:
+    """The pass's box, hidden until several questions are asked at once; call in the layout."""
+    return PassView(settings, me)

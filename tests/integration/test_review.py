@@ -169,7 +169,8 @@ def test_a_passage_of_a_reading_that_is_gone_empties_the_view_in_both_panels(set
     from app.ui.review_panel import build_review_panel
 
     me = local_admin(settings)
-    details = build_reading_details(settings, lambda: me)
+    with gr.Blocks():
+        details = build_reading_details(settings, lambda: me)
     chosen = SimpleNamespace(index=[0, 1])  # a table's select event: row 0
     assert details.on_source(chosen, 999999, [[0, 5, 1, 1, 1, None]]) == no_passage()  # raised NotFound before
     with gr.Blocks():

@@ -1,0 +1,246 @@
+"""The Read tab's handlers. Each returns the updates it makes keyed by component ({component: value}): what it
+leaves out stays as it is, and read_tab.py wires each to the components it may update (`ReadTab`'s lists)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import gradio as gr
+
+from app.db import session_scope
+from app.services import documents, health, readings
+from app.services.documents import UploadError
+from app.services.errors import NotFound
+from app.services.reading_config import default_reading_config
+from app.services.users import UserView
+from app.services.views import QUEUED, ReadingView
+from app.settings import Settings
+from app.ui.question_panel import parse_tokens
+from app.ui.read_layout import ReadTab
+from app.ui.read_lookups import Lookups
+from app.ui.read_views import (
+    asked_questions,
+    describe_document,
+    describe_pass,
+    describe_progress,
+    page_parts,
+    pages_label,
+    progress_bar,
+)
+from app.ui.text import text_md
+
+ACTIVE = {"queued", "running"}
+NOTICE_S = 10.0  # seconds a refused cancel/retry's message stays above the live status
+
+
+class ReadEvents:
+    def __init__(self, settings: Settings, me: Callable[[], UserView | None], tab: ReadTab) -> None:
+        self.settings, self.me, self.tab = settings, me, tab
+        self.look = Lookups(settings, me)
+
+    # The document: upload, choose, delete.
+
+    def on_upload(self, path: str | None, reading_id: int | None, saved: dict | None) -> dict:
+        """Store and parse the file, then show its document (the earlier one for the same bytes).
+        The upload box is emptied (and Gradio's copy deleted) after."""
+        t = self.tab
+        if not path:
+            return gr.skip()
+        file = Path(path)
+        try:
+            size = file.stat().st_size
+            if size > self.settings.max_upload_mb * 1024 * 1024:
+                refused = (f"{text_md(file.name)} is {size / 2**20:.1f} MiB, "
+                           f"over the {self.settings.max_upload_mb} MiB limit.")  # fmt: skip
+                return {t.doc.upload: None, t.doc.info: f"**Upload refused:** {refused}"}
+            doc, existing = documents.add_document(self.settings, file.name, file.read_bytes(), user=self.me())
+        except UploadError as exc:
+            return {t.doc.upload: None, t.doc.info: f"**Upload refused:** {text_md(exc)}"}
+        finally:
+            file.unlink(missing_ok=True)
+        shown = self.show_document(doc.id, reading_id, saved)
+        note = f"Already uploaded as #{doc.id}; its readings are below.  \n" if existing else ""
+        menu = gr.update(choices=self.look.document_choices(), value=doc.id)
+        return shown | {t.doc.upload: None, t.doc.document: menu, t.doc.info: note + shown[t.doc.info]}
+
+    def show_document(self, document_id: int | None, reading_id: int | None, saved: dict | None) -> dict:
+        """A document chosen (or uploaded): its info line and readings; a reading of another
+        document is closed. Updates `ReadTab.shown`."""
+        t = self.tab
+        saved = {**(saved or {}), "document": document_id}
+        if document_id is None:
+            return {t.doc.info: "", t.readings: [], t.saved: saved} | t.reading.closed()
+        doc = self.look.document(document_id)
+        shown = {t.doc.info: describe_document(doc) if doc else "", t.readings: self.look.reading_rows(document_id)}
+        if reading_id is not None and self.look.document_of(reading_id) == document_id:
+            return shown | {t.saved: saved}
+        return shown | {t.saved: {**saved, "reading": None}} | t.reading.closed()
+
+    def on_switch(self, document_id: int | None, reading_id: int | None, saved: dict | None) -> dict:
+        """Another document chosen: its info and readings; the previous document's questions, pass, memory and
+        answer go (show_document closes a reading of another document). Updates `ReadTab.cleared`."""
+        t = self.tab
+        asked = {t.ask.question: "", t.ask.more: "", t.pass_ids: []}
+        return self.show_document(document_id, reading_id, saved) | asked | t.pass_view.hide()
+
+    def on_parts(self, document_id: int | None) -> dict:
+        """Only what applies to the chosen document (page_parts): Delete or Dismiss, no confirmation open, and
+        the question column, the readings and the review unless it is a failed upload; its id for the timers."""
+        t = self.tab
+        doc = self.look.document(document_id)
+        p = page_parts(doc.status if doc else None)
+        visible = {t.doc.actions.delete: p.delete, t.doc.actions.dismiss: p.dismiss, t.doc.actions.confirm_box: False}
+        visible |= {part: p.reading for part in (t.reading_column, t.readings, t.review_panel.box)}
+        shown = {t.doc.shown: doc.id if doc else None}
+        return {part: gr.update(visible=v) for part, v in visible.items()} | shown
+
+    def after_delete(self, document_id: int | None, reading_id: int | None, saved: dict | None) -> dict:
+        """Once a deletion was tried: the menu without the document, and the tab cleared as for a switch (nothing
+        changes if it is still there: the deletion was refused). One query: the menu's documents."""
+        choices = self.look.document_choices()
+        if document_id in {value for _, value in choices}:
+            return gr.skip()
+        return {self.tab.doc.document: gr.update(choices=choices, value=None)} | self.on_switch(None, None, saved)
+
+    def on_refresh(self, document_id: int | None, shown: list[list[object]] | None):  # noqa: ANN201 - rows or no update
+        """Readings made elsewhere (the API, another tab) and their progress; no update when
+        nothing changed, so the table does not flicker."""
+        rows = self.look.reading_rows(document_id)
+        same = [[str(c) for c in row] for row in rows] == [[str(c) for c in row] for row in (shown or [])]
+        return gr.update() if same else rows
+
+    def on_restore(self, saved: dict | None) -> dict:
+        """After a reload: the document and the reading that were open, live if still running."""
+        t = self.tab
+        saved = saved or {}
+        document_id = saved.get("document")
+        choices = self.look.document_choices()
+        if document_id not in {value for _, value in choices}:  # nothing to restore: leave the page be
+            return {t.doc.document: gr.update(choices=choices)}
+        shown = self.show_document(document_id, None, saved)
+        menu = {t.doc.document: gr.update(choices=choices, value=document_id)}
+        return menu | {box: shown[box] for box in (t.doc.info, t.readings)} | self.open_reading(saved.get("reading"))
+
+    # Asking.
+
+    def on_questions(self, document_id: int | None, question: str, more: str) -> str:
+        """Beside the questions: how long the ones typed would take read together (the document's estimate)."""
+        doc = self.look.document(document_id)
+        if doc is None:  # none chosen, or gone
+            return ""
+        return describe_pass(doc.estimate, sum(1 for q in asked_questions(question, more) if q.strip()))
+
+    def on_defaults(self) -> dict:
+        """The sizes a reading asking for none gets now, as the boxes' placeholders."""
+        config = default_reading_config(self.settings)
+        return {
+            self.tab.ask.chunk_tokens: gr.update(placeholder=f"{config.chunk_tokens} (default)"),
+            self.tab.ask.memory_tokens: gr.update(placeholder=f"{config.memory_tokens} (default)"),
+        }
+
+    def on_ask(self, document_id: int | None, question: str, more: str, chunk: str, memory: str, saved: dict | None):  # noqa: ANN201
+        """Ask the question, and any more (one a line): read together in one pass; the first one opens, the pass
+        shows side by side (pass_view.py)."""
+        t = self.tab
+        asked, view = self._ask(document_id, question, more, chunk, memory)
+        listed = {t.readings: self.look.reading_rows(document_id), t.pass_ids: asked}
+        opened = {t.saved: {**(saved or {}), "reading": view[t.reading.reading_id]}}
+        return view | listed | opened | t.pass_view.show(asked)
+
+    def _ask(self, document_id: int | None, question: str, more: str, chunk: str, memory: str) -> tuple[list, dict]:
+        view = self.tab.reading.view
+        if document_id is None:
+            return [], view(None, "Upload or choose a document first.")
+        try:
+            questions = asked_questions(question, more)
+            sizes = parse_tokens(chunk, "chunk tokens"), parse_tokens(memory, "memory tokens")
+            asked = readings.ask(self.settings, document_id, questions, *sizes, user=self.me())
+        except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
+            return [], view(None, f"**Cannot ask:** {text_md(exc)}")
+        also = (f" ({len(asked) - 1} more question{'s' if len(asked) > 2 else ''} read in the same pass: "
+                "all of them side by side below)") if len(asked) > 1 else ""  # fmt: skip
+        queued = f"Queued: waiting for a worker…{also}"
+        return [r.id for r in asked], view(asked[0].id, queued, progress_bar(QUEUED, "queued"), reading=True)
+
+    # The open reading.
+
+    def open_reading(self, reading_id: int | None) -> dict:
+        """The reading's question and its live view (status, bar, memory, answer, timer)."""
+        r = self.look.reading(reading_id)
+        if r is None:
+            return self.tab.reading.closed()
+        return {self.tab.reading.reading_id: reading_id, self.tab.ask.question: r.question} | self.on_tick(reading_id)
+
+    def on_open(self, evt: gr.SelectData, saved: dict | None) -> dict:
+        """A row of the readings (or branches) table chosen: that reading opens."""
+        reading_id = int(evt.row_value[0])
+        return self.open_reading(reading_id) | {self.tab.saved: {**(saved or {}), "reading": reading_id}}
+
+    def on_tick(self, reading_id: int | None, notice: tuple[int, str, float] | None = None) -> dict:
+        """The open reading's status, bar, memory, answer and timer; an unexpired `notice` (reading id,
+        message, until) of this reading heads the status."""
+        v = self.tab.reading
+        note = notice[1] if notice and notice[0] == reading_id and time.monotonic() < notice[2] else None
+        r = self.look.reading(reading_id)
+        if r is None:
+            return {v.timer: gr.Timer(active=False)} | ({v.status: note} if reading_id is not None and note else {})
+        with session_scope(self.settings.resolved_database_url) as s:
+            h = health.health(s)
+        status = describe_progress(r.status, r.progress, r.error, h)
+        return {
+            v.status: f"{note}  \n{status}" if note else status,
+            v.bar: progress_bar(r.progress, r.status),
+            v.memory: self._memory(r),
+            v.answer: r.answer or "",
+            v.timer: gr.Timer(active=r.status in ACTIVE),
+        }
+
+    def _memory(self, r: ReadingView):  # noqa: ANN202 - a gr.update
+        """The memory box: the last memory the agent wrote, labelled with where its chunk came from."""
+        last = r.checkpoints[-1] if r.checkpoints else None
+        if last is None:
+            return gr.update(value="", label="Agent memory")
+        doc = documents.show_document(self.settings, r.document_id, user=self.me())
+        where = pages_label(last.first_page, last.last_page, doc.page_unit, [p.label for p in doc.page_map or []])
+        return gr.update(value=last.memory, label=f"Agent memory after chunk {last.step} ({where})")
+
+    def on_cancel(self, reading_id: int | None) -> dict:
+        return self._act(readings.cancel, reading_id)
+
+    def on_retry(self, reading_id: int | None) -> dict:
+        return self._act(readings.retry, reading_id)
+
+    def _act(self, action: Callable[..., object], reading_id: int | None) -> dict:
+        """Cancel or retry the open reading, then show it as it is now, under why it could not be done:
+        that notice stays above the live status for NOTICE_S (a tick in flight would otherwise wipe it)."""
+        v = self.tab.reading
+        if reading_id is None:
+            return {v.timer: gr.Timer(active=False), v.notice: None}
+        try:
+            action(self.settings, reading_id, user=self.me())
+        except (NotFound, ValueError) as exc:
+            notice = (reading_id, f"**Cannot {action.__name__}:** {text_md(exc)}", time.monotonic() + NOTICE_S)
+            return self.on_tick(reading_id, notice) | {v.notice: notice}
+        return self.on_tick(reading_id) | {v.notice: None}
+
+    def on_resume(
+        self, reading_id: int | None, k: float | None, memory: str, document_id: int | None, saved: dict | None
+    ):  # noqa: ANN201
+        """Make a branch from the edited memory at step k and open it: it reads on from chunk k+1."""
+        t = self.tab
+        edit_msg = t.details.panels.timeline.edit_msg
+        if reading_id is None or not k:
+            return {edit_msg: "**Cannot resume:** open a reading and choose a step first."}
+        try:
+            who = self.me()
+            by = f"ui:{who.username}" if who else "ui"
+            branch = readings.edit(self.settings, reading_id, int(k), memory, edited_by=by, user=who)
+        except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
+            return {edit_msg: f"**Cannot resume:** {text_md(exc)}"}
+        note = (f"Branch #{branch.id} of #{reading_id} made at step {int(k)}: "
+                + ("it writes a new answer." if branch.cursor >= (branch.total_chunks or 0) else
+                   f"it reads on from chunk {int(k) + 1}."))  # fmt: skip
+        opened = {t.saved: {**(saved or {}), "reading": branch.id}, t.readings: self.look.reading_rows(document_id)}
+        return {edit_msg: note} | self.open_reading(branch.id) | opened

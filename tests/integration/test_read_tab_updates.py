@@ -1,0 +1,75 @@
+"""The Read tab's handlers return their updates by component: each may update only what its event lists as
+outputs (Gradio refuses any other component, an error in the browser). Each handler is called here as the page
+calls it (no request: the local admin, no document menu) and its updates checked against its event's outputs."""
+
+from __future__ import annotations
+
+import gradio as gr
+import pytest
+
+from app.services import documents, readings
+from app.ui.gradio_app import build_ui
+from app.ui.read_events import ReadEvents
+from app.ui.reading_details import ReadingDetails
+from tests.integration.test_reading_service import TEXT
+
+pytestmark = pytest.mark.integration
+
+
+class Handlers:
+    """The Read tab's handlers by name; `call(name, ...)` calls one and checks its updates."""
+
+    def __init__(self, ui: gr.Blocks) -> None:
+        self.events: dict[str, list[tuple[object, set[int]]]] = {}
+        for f in ui.fns.values():
+            if isinstance(getattr(f.fn, "__self__", None), ReadEvents | ReadingDetails):
+                self.events.setdefault(f.fn.__name__, []).append((f.fn, {b._id for b in f.outputs}))
+
+    def call(self, name: str, *args: object) -> object:
+        fn, _ = self.events[name][0]
+        updates = fn(*args)
+        if isinstance(updates, dict) and updates != gr.skip():
+            assert updates, f"{name}: an empty dict is no update Gradio accepts"
+            keys = {c._id for c in updates}
+            assert any(keys <= outputs for _, outputs in self.events[name]), f"{name} updates what it does not list"
+        return updates
+
+
+@pytest.fixture
+def handlers(settings) -> Handlers:  # noqa: ANN001
+    return Handlers(build_ui(settings))
+
+
+def test_every_read_tab_handler_updates_only_its_events_outputs(settings, handlers, tmp_path) -> None:  # noqa: ANN001
+    doc, _ = documents.add_document(settings, "islands.txt", TEXT.encode())
+    call = handlers.call
+    upload = tmp_path / "again.txt"
+    upload.write_text(TEXT + " again")
+    assert call("on_upload", str(upload), None, {}) and not upload.exists()
+    for document_id in (doc.id, None):
+        call("on_switch", document_id, None, {})
+        call("on_parts", document_id)
+    call("on_restore", {"document": doc.id, "reading": None})
+    call("on_defaults")
+    call("on_ask", None, "Which island?", "", "", "", {})
+    call("on_ask", doc.id, "Which island?", "", "x", "", {})  # refused: not a size
+    asked = call("on_ask", doc.id, "Which island?", "Which ship?", "", "", {})
+    reading_id = readings.document_readings(settings, doc.id)[-1].id
+    assert "Queued" in str(list(asked.values()))
+    for name in ("on_tick", "on_cancel", "on_retry"):
+        call(name, reading_id)
+        call(name, None)
+    call("on_resume", None, None, "", doc.id, {})
+    call("on_resume", reading_id, 1, "edited", doc.id, {})  # refused: no checkpoint yet
+    for name in ("load_timeline", "load_provenance", "load_branches", "compare_choices"):
+        call(name, reading_id)
+        call(name, None)
+    call("follow_timeline", reading_id, None)
+    call("follow_timeline", reading_id, [reading_id, 3, False])
+    call("follow_timeline", reading_id, [reading_id, 3, True])
+    call("on_compare", reading_id, reading_id)
+    call("on_compare", reading_id, None)
+    call("on_branches_refresh", reading_id, [[1]])
+    call("on_feedback", reading_id, None, "", "")
+    call("on_feedback", None, "correct", "", "")
+    call("after_delete", doc.id, None, {})
