@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 from app.settings import Settings
-from app.supervisor import die_with_supervisor
 
 
 def _reader(settings: Settings, args: argparse.Namespace):  # noqa: ANN202 - an evaluation.Reader
@@ -27,15 +26,14 @@ def _reader(settings: Settings, args: argparse.Namespace):  # noqa: ANN202 - an 
 def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     from app.migrate import upgrade
     from app.services import evaluation
+    from app.services.train_job import suites_json
     from training import evaluate as ev
     from training.tasks import KINDS, case_documents, case_rows
 
-    die_with_supervisor()  # started by a training worker to evaluate a run: stop when it dies
     if args.shift_tokens < 0:
         raise SystemExit("longread eval: --shift-tokens must not be negative")
     if not (args.model or args.adapter or args.openai_url):  # the reader the app serves: the active model version
         upgrade(settings.resolved_database_url)
-    progress = Path(args.progress) if args.progress else None
     if args.cases:
         try:
             case_rows(Path(args.cases))  # check the file before an engine starts
@@ -44,7 +42,7 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
         try:
             out_dir = Path(args.out) if args.out else None
             results = evaluation.evaluate_cases(_reader(settings, args), Path(args.cases), out_dir, args.shift_tokens,
-                                                args.batch, progress)  # fmt: skip
+                                                args.batch)  # fmt: skip
         except evaluation.EvalError as exc:
             raise SystemExit(f"longread eval: {exc}") from None
         printed = ev.cases_json(results, case_documents(Path(args.cases)))
@@ -63,13 +61,11 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     try:
         lengths = ev.parse_lengths(args.lengths) if args.lengths else None
         out = evaluation.evaluate_suites(_reader(settings, args), suites, args.split, out_dir, args.limit,
-                                         args.shift_tokens, lengths, args.n, kinds, args.batch, categories,
-                                         progress=progress)  # fmt: skip
+                                         args.shift_tokens, lengths, args.n, kinds, args.batch, categories)  # fmt: skip
     except (evaluation.EvalError, ValueError) as exc:
         raise SystemExit(f"longread eval: {exc}") from None
     if args.json:
-        print(json.dumps({"summary": out["summary"], "suites": out["suites"], "timing": out["timing"],
-                          "out": str(out_dir)}))  # fmt: skip
+        print(json.dumps({**suites_json(out), "out": str(out_dir)}))
     else:
         print((out_dir / "table.md").read_text(encoding="utf-8"))
         print(f"results, table and plot in {out_dir}/", file=sys.stderr)
@@ -112,11 +108,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="move every chunk boundary N tokens later (robustness: compare with a run at 0)",
     )
     ev.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    ev.add_argument(
-        "--progress",
-        metavar="FILE.json",
-        help='keep {"done", "total", "elapsed_s"} (questions read) in this file, rewritten after each document',
-    )
     ev.add_argument(
         "--out",
         metavar="DIR",

@@ -10,40 +10,30 @@ from pathlib import Path
 
 from app.cli.common import add_sub_json, local_admin, migrate_db
 from app.settings import Settings
-from app.supervisor import die_with_supervisor
 
 
 def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
     """Run (or resume) a training run: SFT warm start and/or GRPO, as the config says."""
     from app.cli.progress import Progress
-    from inference.models import model_folder
+    from app.services.train_job import train_run
     from training.config import ConfigError, load_config
-    from training.run import train
 
-    die_with_supervisor()  # started by a training worker: stop when it dies, even by SIGKILL
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         raise SystemExit(f"longread train: {exc}") from None
     if args.queue:
         return _queue_training(settings, config, args)
-    from app.services.documents import document_text
-
-    def lookup(document_id: int) -> str:  # feedback lines name their document by id; only they touch the database
-        return document_text(settings, document_id, user=local_admin(settings))
-
     run_dir = Path(args.resume or args.run_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
     with Progress("step") as progress:
-        train(
+        train_run(
+            settings,
             config,
             run_dir,
-            model_folder(config.model, cache_dir=settings.model_cache_dir),
             resume=bool(args.resume),
             max_steps=args.max_steps,
             stop_file=Path(args.stop_file) if args.stop_file else None,
             max_minutes=args.max_minutes,
-            documents=lookup,
-            vllm_python=settings.vllm_python,
             log=lambda line: progress.write(line, sys.stdout),
             progress=progress.update,
         )

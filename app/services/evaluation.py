@@ -113,7 +113,7 @@ def uploaded_text(document: EvalDocument) -> str:
 
 
 class Progress:
-    """`longread eval --progress FILE`: {"done", "total", "elapsed_s"}: questions read of all the command reads,
+    """An evaluation job's progress file: {"done", "total", "elapsed_s"}: questions read of all the job reads,
     and seconds since it started (its engine's start included), rewritten after each document as a whole (a
     temporary file renamed over it): the Training tab reads it while a run is evaluated."""
 

@@ -1,13 +1,14 @@
 """What a training worker does (worker/training_worker.py calls these by run id): claim a queued run,
-run `longread train` on its folder as a child process and watch it, evaluate a finished run beside the
-active model, and sweep up runs that no worker is on. What a run is (started, cancelled, resumed,
-promoted) is app/services/training_runs; this module only moves runs along.
+train it in a child process and watch it, evaluate a finished run beside the active model, and sweep up
+runs that no worker is on. What a run is (started, cancelled, resumed, promoted) is
+app/services/training_runs; this module only moves runs along.
 
-The trainer is a child process, not a call: a run that crashes (out of memory, a bad file) fails with
-its log's last lines and the worker serves on. A worker that dies, however it dies, takes its trainer
-with it (app/supervisor.py `die_with_supervisor`, in the child); its run's heartbeat goes stale and a
-live worker's sweeper queues it again, to go on from its last checkpoint (`--resume`). A cancelled run
-stops at its next step boundary, after saving a checkpoint (the STOP file).
+The trainer is a child process, not a call (app/services/train_job.py, handed a typed job): a run that
+crashes (out of memory, a bad file) fails with its log's last lines and the worker serves on. A worker
+that dies, however it dies, takes its trainer with it (app/supervisor.py `die_with_supervisor`, in the
+child); its run's heartbeat goes stale and a live worker's sweeper queues it again, to go on from its
+last checkpoint. A cancelled run stops at its next step boundary, after saving a checkpoint (the STOP
+file).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +31,7 @@ from app.db import session_scope
 from app.models import RunStatus, TrainingRun, utcnow
 from app.queue import request_evaluation, request_training
 from app.services.models import active_version
+from app.services.train_job import EvalJob, TrainJob, write_job
 from app.services.training_runs import (
     EVAL_SIDES,
     STOP_FILE,
@@ -53,7 +54,7 @@ KILL_AFTER_S = 30.0
 
 
 class EvaluationFailed(RuntimeError):
-    """`longread eval` did not finish; the message ends with its log's last lines."""
+    """An evaluation job did not finish; the message ends with its log's last lines."""
 
 
 def _child_env(settings: Settings) -> dict[str, str]:
@@ -126,13 +127,6 @@ def claim(settings: Settings, run_id: int, worker: str) -> Path | None:
         return Path(run.run_dir)
 
 
-def train_command(run_dir: Path) -> list[str]:
-    """`longread train` on the run's folder, from its last checkpoint when it has one."""
-    cmd = [sys.executable, "-m", "app.cli", "train", str(run_dir / "config.json"), "--run-dir", str(run_dir),
-           "--stop-file", str(run_dir / STOP_FILE)]  # fmt: skip
-    return cmd + ["--resume", str(run_dir)] if has_checkpoint(run_dir) else cmd
-
-
 def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Event) -> None:
     """Claim the run and train it to its end, to a cancel, or to the worker's shutdown (then it is
     queued again and goes on from its last checkpoint)."""
@@ -161,9 +155,11 @@ def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Ev
         return True
 
     try:
-        cmd = train_command(run_dir)
+        # from the run's last checkpoint when it has one
+        job = TrainJob(run_dir=str(run_dir), stop_file=str(stop), resume=has_checkpoint(run_dir))
+        cmd = write_job(job, run_dir / "train-job.json")
         with (run_dir / "train.log").open("ab") as out:
-            out.write(f"--- {utcnow():%Y-%m-%d %H:%M:%S} UTC, {worker}: {' '.join(cmd)}\n".encode())
+            out.write(f"--- {utcnow():%Y-%m-%d %H:%M:%S} UTC, {worker}: {' '.join(cmd)}: {job}\n".encode())
             out.flush()
             proc = subprocess.Popen(
                 cmd, stdout=out, stderr=subprocess.STDOUT, env=_trainer_env(settings), start_new_session=True
@@ -209,32 +205,27 @@ def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Ev
 # --- evaluation ----------------------------------------------------------------------------------
 
 
-def eval_commands(
-    settings: Settings, config: dict[str, Any], model_args: list[str], run_dir: Path, side: str
-) -> list[list[str]]:
-    """`longread eval` of one model (`side`) on the run's dev sets: synthetic tasks at the run's lengths (and
-    kinds), then `--cases` for the held-out feedback when there is any; each keeps its progress file. Both
+def eval_jobs(
+    settings: Settings, config: dict[str, Any], model: tuple[str, str | None], run_dir: Path, side: str
+) -> list[EvalJob]:
+    """The evaluation of one model and adapter (`side`) on the run's dev sets: synthetic tasks at the run's
+    lengths (and kinds), then the held-out feedback when there is any; each keeps its progress file. Both
     sides use the same engine and the run's reading sizes; a served model (engine `openai`) cannot load the
     candidate's adapter, so then both read in-process (`transformers`)."""
     cases = heldout_cases(run_dir)
-    engine = "transformers" if settings.engine == "openai" else settings.engine
     data = config.get("data", {})
-    lengths = sorted({int(n) for n, _ in data.get("curriculum", [])})
-    base = [sys.executable, "-m", "app.cli", "eval", "--engine", engine, "--template", config["template_set"],
-            "--chunk-tokens", str(config["chunk_tokens"]), "--memory-tokens", str(config["memory_tokens"]),
-            "--answer-tokens", str(config["answer_tokens"]), *model_args]  # fmt: skip
-    # dev, not held out: this evaluation chooses between readers (held-out sets report the one shipped)
-    commands = [base + ["--json", "--out", str(run_dir / "eval" / side), "--split", "dev", "--suites", "synthetic",
-                        "--n", str(settings.eval_n),
-                        "--lengths", ",".join(map(str, lengths)),
-                        "--kinds", ",".join(data.get("synthetic_kinds") or ["single-needle"])]]  # fmt: skip
+    reader = dict(model=model[0], adapter=model[1],
+                  engine="transformers" if settings.engine == "openai" else settings.engine,
+                  template_set=config["template_set"], chunk_tokens=config["chunk_tokens"],
+                  memory_tokens=config["memory_tokens"], answer_tokens=config["answer_tokens"])  # fmt: skip
+    parts = [dict(out=str(run_dir / "eval" / side), n=settings.eval_n,
+                  lengths=tuple(sorted({int(n) for n, _ in data.get("curriculum", [])})),
+                  kinds=tuple(data.get("synthetic_kinds") or ["single-needle"]))]  # fmt: skip
     if cases is not None:
-        commands.append(base + ["--cases", str(cases), "--json"])
-    return [cmd + ["--progress", str(progress_file(run_dir, side, k))] for k, cmd in enumerate(commands)]
-
-
-def _model_args(model: str, adapter: str | None) -> list[str]:
-    return ["--model", model] + (["--adapter", adapter] if adapter else [])
+        parts.append(dict(cases=str(cases)))
+    return [EvalJob(**reader, **part, progress=str(progress_file(run_dir, side, k)),
+                    result=str(run_dir / "eval" / "jobs" / f"{side}-{k}.result.json"))
+            for k, part in enumerate(parts)]  # fmt: skip
 
 
 def evaluate(settings: Settings, run_id: int, worker: str, stopping: threading.Event) -> None:
@@ -251,12 +242,12 @@ def evaluate(settings: Settings, run_id: int, worker: str, stopping: threading.E
         run.evaluation, run.heartbeat_at = {"status": "running", "worker": worker}, utcnow()
         version = active_version(s)
         baseline = (
-            (version.name, _model_args(version.base_model, version.adapter_path))
+            (version.name, (version.base_model, version.adapter_path))
             if version
-            else (f"{settings.model} (no model version active)", _model_args(settings.model, None))
+            else (f"{settings.model} (no model version active)", (settings.model, None))
         )
         config, run_dir = dict(run.config), Path(run.run_dir)
-        candidate = (f"run {run.id}: {run.name}", _model_args(config["model"], str(run_dir / "adapter")))
+        candidate = (f"run {run.id}: {run.name}", (config["model"], str(run_dir / "adapter")))
 
     def ours(run: TrainingRun | None) -> bool:
         return run is not None and (run.evaluation or {}).get("worker") == worker
@@ -275,8 +266,8 @@ def evaluate(settings: Settings, run_id: int, worker: str, stopping: threading.E
     shutil.rmtree(progress_dir(run_dir), ignore_errors=True)  # an earlier attempt's: this one counts afresh
     result: dict[str, Any] | None = {"status": "done"}
     try:
-        for side, (label, model_args) in zip(EVAL_SIDES, (baseline, candidate), strict=True):
-            out = _evaluate_side(settings, eval_commands(settings, config, model_args, run_dir, side),
+        for side, (label, model) in zip(EVAL_SIDES, (baseline, candidate), strict=True):
+            out = _evaluate_side(settings, eval_jobs(settings, config, model, run_dir, side),
                                  run_dir, side, tick, stopping)  # fmt: skip
             if out is None:
                 result = None
@@ -299,35 +290,36 @@ def evaluate(settings: Settings, run_id: int, worker: str, stopping: threading.E
 
 def _evaluate_side(
     settings: Settings,
-    commands: list[list[str]],
+    jobs: list[EvalJob],
     run_dir: Path,
     side: str,
     tick: Callable[[], bool],
     stopping: threading.Event,
 ) -> dict[str, Any] | None:
-    """Run one side's `longread eval` commands: {"summary", "suites", "timing"} (+ "cases": the held-out feedback's
+    """Run one side's evaluation jobs: {"summary", "suites", "timing"} (+ "cases": the held-out feedback's
     {"sub_em", "exact_match", "n", "cases"}), or None when stopped early."""
     out: dict[str, Any] = {}
     log_path = run_dir / "eval.log"
-    for cmd in commands:
-        stdout = run_dir / "eval" / f"{side}.stdout"
-        stdout.parent.mkdir(parents=True, exist_ok=True)
-        with stdout.open("wb") as f, log_path.open("ab") as err:
-            err.write(f"--- {utcnow():%Y-%m-%d %H:%M:%S} UTC, {side}: {' '.join(cmd)}\n".encode())
-            err.flush()
-            proc = subprocess.Popen(cmd, stdout=f, stderr=err, env=_child_env(settings), start_new_session=True)
+    for k, job in enumerate(jobs):
+        result = Path(job.result)
+        result.unlink(missing_ok=True)  # an earlier attempt's
+        cmd = write_job(job, run_dir / "eval" / "jobs" / f"{side}-{k}.json")
+        with log_path.open("ab") as log_file:
+            log_file.write(f"--- {utcnow():%Y-%m-%d %H:%M:%S} UTC, {side}: {' '.join(cmd)}: {job}\n".encode())
+            log_file.flush()
+            proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env=_child_env(settings),
+                                    start_new_session=True)  # fmt: skip
         code = _watch(proc, tick, stopping)
         if code is None:
             return None
-        lines = [line for line in stdout.read_text(encoding="utf-8").splitlines() if line.strip()]
         try:
-            printed = json.loads(lines[-1])
-        except (IndexError, ValueError):
+            printed = json.loads(result.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
             raise EvaluationFailed(
-                f"`longread eval` of the {side} stopped ({describe_exit(code)}); the end of its "
+                f"the evaluation of the {side} stopped ({describe_exit(code)}); the end of its "
                 f"log:\n{log_tail(log_path, 15)}"
             ) from None
-        if "--cases" in cmd:
+        if job.cases:
             out["cases"] = {"sub_em": printed["sub_em"], "exact_match": printed["exact_match"],
                             "n": len(printed["cases"]), "cases": printed["cases"]}  # fmt: skip
         else:

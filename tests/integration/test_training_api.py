@@ -19,9 +19,9 @@ from tests.authutil import bearer, new_user, production_settings, token
 
 pytestmark = pytest.mark.integration
 
-#: as small as the trainer goes (tests/integration/test_training_runs.py TINY)
-TINY = {"sft_steps": 2, "rl_steps": 1, "samples_per_step": 1, "group_size": 2, "save_every": 1,
-        "extra": {"chunk_tokens": 128, "memory_tokens": 32}}  # fmt: skip
+#: as small as the trainer goes (tests/integration/test_training_runs.py TINY); its reading sizes are the active
+#: version's (the settings')
+TINY = {"sft_steps": 2, "rl_steps": 1, "samples_per_step": 1, "group_size": 2, "save_every": 1}
 SYNTHETIC = {"lengths": [256]}
 
 
@@ -66,7 +66,7 @@ def test_an_admin_starts_watches_cancels_resumes_and_promotes_a_run(client, sett
         1,
         3,
     )
-    assert run["config"]["chunk_tokens"] == 128 and run["selection"]["lengths"] == [256]
+    assert run["config"]["chunk_tokens"] == settings.chunk_tokens and run["selection"]["lengths"] == [256]
     assert [x["id"] for x in client.get("/api/training/runs").json()] == [run["id"]]
     detail = client.get(f"/api/training/runs/{run['id']}").json()
     assert detail["run"]["id"] == run["id"] and detail["metrics"] == [] and detail["samples"] == []

@@ -36,10 +36,10 @@ from tests.processes import WorkerGroup, wait_for
 
 pytestmark = pytest.mark.integration
 
-#: as small as the real trainer goes: one sample a step, two rollouts, 256-token documents in two chunks
+#: as small as the real trainer goes: one sample a step, two rollouts, 256-token documents in two chunks (the
+#: sizes are the start version's: the settings' below)
 TINY = dict(save_every=1, samples_per_step=1, group_size=2,
-            extra={"sft_samples_per_step": 1, "chunk_tokens": 128, "memory_tokens": 32, "answer_tokens": 16,
-                   "micro_batch_tokens": 512, "warmup_steps": 0, "threads": 1})  # fmt: skip
+            extra={"sft_samples_per_step": 1, "micro_batch_tokens": 512, "warmup_steps": 0, "threads": 1})  # fmt: skip
 SYNTHETIC = DataSelection(lengths=(256,))
 
 
@@ -123,6 +123,25 @@ def test_a_bad_request_names_what_to_change_and_only_admins_may_act(sqlite_setti
         training_runs.get_run(s, 999)
     with pytest.raises(NotFound):
         training_runs.start_run(s, SYNTHETIC, RunParams(**TINY), start_version_id=42)
+
+
+def test_a_run_trains_at_its_start_versions_reading_sizes_whatever_the_form_says(sqlite_settings):
+    """reading_config alone decides a run's sizes: the New run form's size boxes, pre-filled with the settings'
+    (app/ui/training_ui.py), replaced the start version's; they change nothing now, changed or not."""
+    from app.services.models import register_version
+    from app.ui.training_views import parse_params
+
+    s = sqlite_settings
+    with session_scope(s.resolved_database_url) as db:
+        wide = register_version(db, "wide", "smollm2", template_set="memagent", chunk_tokens=256, memory_tokens=64).id
+    untouched = {"sft_steps": 1, "rl_steps": 0, "chunk_tokens": s.chunk_tokens, "memory_tokens": s.memory_tokens}
+    for form in (untouched, {**untouched, "chunk_tokens": 512, "memory_tokens": 48}):
+        run = training_runs.start_run(s, SYNTHETIC, parse_params(form), start_version_id=wide)
+        sizes = [run.config[k] for k in ("chunk_tokens", "memory_tokens", "answer_tokens", "template_set")]
+        assert sizes == [256, 64, s.answer_tokens, "memagent"], form
+    # without a version of its own sizes, the settings' (what a reading with the bundled model gets)
+    run = training_runs.start_run(s, SYNTHETIC, parse_params(untouched))
+    assert (run.config["chunk_tokens"], run.config["memory_tokens"]) == (s.chunk_tokens, s.memory_tokens)
 
 
 def test_feedback_is_used_only_when_included_and_never_from_held_out_documents(sqlite_settings, tmp_path):

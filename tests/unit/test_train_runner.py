@@ -32,3 +32,25 @@ def test_a_runs_tracker_records_stay_with_the_apps_training_data(monkeypatch: py
     )
     monkeypatch.setenv("LONGREAD_TRACKING_DIR", "/elsewhere")
     assert train_runner._trainer_env(Settings(data_dir=tmp_path))["LONGREAD_TRACKING_DIR"] == "/elsewhere"
+
+
+def test_a_runs_evaluation_is_typed_jobs_at_the_runs_sizes_that_come_back_from_their_file(tmp_path):
+    from app.services.train_job import EvalJob, read_job, write_job
+
+    config = {"template_set": "memagent", "chunk_tokens": 256, "memory_tokens": 64, "answer_tokens": 16,
+              "data": {"curriculum": [[512, 2], [256, 1]], "synthetic_kinds": ["multi-hop"]}}  # fmt: skip
+    settings = Settings(data_dir=tmp_path, engine="openai", openai_base_url="http://127.0.0.1:9/v1", eval_n=3)
+    (job,) = train_runner.eval_jobs(settings, config, ("smollm2", "/a"), tmp_path, "candidate")  # no held-out cases
+    assert (job.model, job.adapter, job.engine) == ("smollm2", "/a", "transformers")  # a served model loads no adapter
+    assert (job.chunk_tokens, job.memory_tokens, job.answer_tokens, job.template_set) == (256, 64, 16, "memagent")
+    assert (job.lengths, job.kinds, job.n, job.cases) == ((256, 512), ("multi-hop",), 3, None)
+    command = write_job(job, tmp_path / "job.json")
+    assert command[1:] == ["-m", "app.services.train_job", str(tmp_path / "job.json")]
+    assert read_job(tmp_path / "job.json") == job and isinstance(job, EvalJob)
+
+
+def test_no_service_runs_or_imports_the_command_line():
+    from pathlib import Path
+
+    services = Path(train_runner.__file__).parent
+    assert [p.name for p in services.rglob("*.py") if "app.cli" in p.read_text(encoding="utf-8")] == []

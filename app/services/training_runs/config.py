@@ -1,4 +1,5 @@
-"""A run's TrainConfig: the `small` preset, then the version it starts from, then the form's values."""
+"""A run's TrainConfig: the `small` preset, then the version it starts from, then the form's values; its
+reading sizes and template are the start version's alone."""
 
 from __future__ import annotations
 
@@ -40,10 +41,18 @@ def start_point(s: Session, settings: Settings, start_version_id: int | None) ->
     }  # fmt: skip
 
 
+#: what `reading_config` decides for the start version: a run keeps them, whatever the form says
+READING = ("template_set", "chunk_tokens", "memory_tokens", "answer_tokens")
+
+
 def run_config(selection: DataSelection, params: RunParams, start: dict, feedback: list[Path]) -> TrainConfig:
     """The `small` preset, then the start version's fields, then the form's; RunError lists what to fix.
-    `params.extra` may set any other field, and other data fields under "data"."""
-    extra = dict(params.extra)
+    `params.extra` may set any other field, and other data fields under "data", but not the reading sizes
+    and template (READING): a version is read at the sizes it was trained for and a promoted run records
+    its own, so a run trains at its start version's, and the form's size boxes (pre-filled with the
+    settings') change nothing. Other sizes: a version registered with them (`longread models add`), or a
+    config file (`longread train CONFIG --queue`)."""
+    extra = {k: v for k, v in params.extra.items() if k not in READING}
     data = {**extra.pop("data", {}), "synthetic_kinds": list(selection.synthetic_kinds),
             "curriculum": [(min(selection.lengths), 1)], "contracts": selection.contracts,
             "qa_files": [str(p) for p in selection.qa_files], "feedback": [str(p) for p in feedback]}  # fmt: skip

@@ -55,7 +55,7 @@ def progress_dir(run_dir: Path) -> Path:
 
 
 def progress_file(run_dir: Path, side: str, part: int) -> Path:
-    """The progress file of `side`'s `longread eval` command `part` (0: the sets, 1: the held-out feedback)."""
+    """The progress file of `side`'s evaluation job `part` (0: the sets, 1: the held-out feedback)."""
     return progress_dir(run_dir) / f"{side}-{part}.json"
 
 
@@ -63,7 +63,7 @@ def progress_file(run_dir: Path, side: str, part: int) -> Path:
 class EvalProgress:
     #: questions read so far, both sides together
     done: int
-    #: questions both sides read in all; None until the sizes are known (the first command has started)
+    #: questions both sides read in all; None until the sizes are known (the first job has started)
     total: int | None
     #: seconds left at the pace so far (engines' starts included); None before the first question
     eta_s: float | None
@@ -72,8 +72,8 @@ class EvalProgress:
 
 
 def eval_progress(run_dir: Path) -> EvalProgress | None:
-    """How far a running evaluation is, from its commands' progress files; None before the first has one.
-    A side's command not started yet reads as many questions as the other side's (the same sets)."""
+    """How far a running evaluation is, from its jobs' progress files; None before the first has one.
+    A side's job not started yet reads as many questions as the other side's (the same sets)."""
     parts = range(2 if heldout_cases(run_dir) else 1)
     seen = {(side, k): _progress(progress_file(run_dir, side, k)) for side in EVAL_SIDES for k in parts}
     started = [key for key, p in seen.items() if p is not None]

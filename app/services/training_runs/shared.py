@@ -125,7 +125,9 @@ class RunParams:
     temperature: float = 0.7
     kl_coef: float = 0.0
     save_every: int = 2
-    extra: dict[str, Any] = field(default_factory=dict)  # any other TrainConfig field, validated the same way
+    #: any other TrainConfig field, validated the same way, but the reading sizes and template: those are the
+    #: start version's (training_runs/config.py READING)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def held_out(document_id: int) -> bool:
