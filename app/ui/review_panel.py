@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import gradio as gr
 
@@ -23,14 +24,23 @@ REVIEW_COLUMNS = ["Category", "Answer", "Pages", "Passage (choose a row to open 
 EXPORT_DIR = Path(tempfile.gettempdir()) / "longread-reviews"
 
 
-@dataclass(frozen=True)
-class ReviewPanel:
-    connect: Callable[[gr.components.Component, gr.Timer], None]
-    box: gr.Accordion  #: the whole panel (hidden for a failed upload: read_tab.py)
-    #: the handlers connect wires, for tests
-    render: Callable
-    on_tick: Callable
-    on_row: Callable
+class Shown(NamedTuple):
+    """What a redraw of the review fills, by name: the panel's components, or the values an event sends them
+    (one order for both, so no output is counted by hand)."""
+
+    status: Any
+    table: Any
+    kept: Any  #: the shown rows' passages, kept for a row's choice (on_row)
+    csv_file: Any
+    md_file: Any
+    passage: Any
+    note: Any
+    page: Any
+    seen: Any  #: what they show (the filter and the review's state): on_tick redraws only when it changes
+
+
+#: every output left as it is
+KEEP = Shown(*(gr.update(),) * len(Shown._fields))
 
 
 def table_rows(view: review.ReviewView) -> list[list[str]]:
@@ -65,71 +75,98 @@ def _exports(view: review.ReviewView, which: str) -> tuple[str, str]:
     return str(csv_path), str(md_path)
 
 
-def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) -> ReviewPanel:
-    """The panel's components, in the current layout context; `connect(document, list_timer)` wires them to
-    the Read tab's document menu and its 3-second timer."""
+@dataclass(eq=False)  # eq=False: hashable, as Gradio needs its handlers (these bound methods) to be
+class ReviewPanel:
+    settings: Settings
+    me: Callable[[], UserView | None]
+    box: gr.Accordion  #: the whole panel (hidden for a failed upload: read_tab.py)
+    start: gr.Button
+    which: gr.Dropdown  #: the filter
+    out: Shown  #: the components a redraw fills
+    review_id: gr.State  #: the review shown
 
-    def render(review_id: int | None, which: str | None):
-        """Status line, table, the rows' passages (kept for a row's choice), the downloads, the passage view,
-        and what they show (the filter and the review's state: on_tick redraws them only when it changes)."""
+    def render(self, review_id: int | None, which: str | None) -> Shown:
+        """The review as it is now, filtered by `which`; the passage view emptied."""
         hidden = gr.update(value=None, visible=False)
+        passage, note, page = no_passage()
+        empty = Shown("", [], [], hidden, hidden, passage, note, page, None)
         if review_id is None:
-            return "", [], [], hidden, hidden, *no_passage(), None
+            return empty
         try:  # its state first: a reading that finishes after it is drawn at the next tick
-            seen = [review_id, which or "All", review.review_state(settings, review_id, user=me())]
-            view = review.show_review(settings, review_id, user=me())
+            seen = [review_id, which or "All", review.review_state(self.settings, review_id, user=self.me())]
+            view = review.show_review(self.settings, review_id, user=self.me())
         except NotFound:
-            return "", [], [], hidden, hidden, *no_passage(), None
+            return empty
         shown = review.filtered(view, which or "All")
         kept = [[r.reading_id, r.passage_start, r.passage_end, r.step, view.document_id,
                  r.first_page if view.page_unit == "page" else None] for r in shown.rows]  # fmt: skip
         csv_path, md_path = _exports(shown, which or "All")
-        return (describe_review(view), table_rows(shown), kept, gr.update(value=csv_path, visible=True),
-                gr.update(value=md_path, visible=True), *no_passage(), seen)  # fmt: skip
+        return empty._replace(
+            status=describe_review(view),
+            table=table_rows(shown),
+            kept=kept,
+            csv_file=gr.update(value=csv_path, visible=True),
+            md_file=gr.update(value=md_path, visible=True),
+            seen=seen,
+        )
 
-    def on_document(document_id: int | None, which: str | None):
+    def _opened(self, review_id: int | None, shown: Shown) -> dict:
+        """An event's values for the review it opens (or None) and its redraw, by component."""
+        return {self.review_id: review_id, **dict(zip(self.out, shown, strict=True))}
+
+    def on_document(self, document_id: int | None, which: str | None) -> dict:
         """The document's latest review, if it has one."""
         try:
-            ids = review.document_reviews(settings, document_id, user=me()) if document_id is not None else []
+            ids = review.document_reviews(self.settings, document_id, user=self.me()) if document_id is not None else []
         except NotFound:
             ids = []
-        return ids[0] if ids else None, *render(ids[0] if ids else None, which)
+        latest = ids[0] if ids else None
+        return self._opened(latest, self.render(latest, which))
 
-    def on_review(document_id: int | None, which: str | None):
+    def on_review(self, document_id: int | None, which: str | None) -> dict:
         if document_id is None:
-            return None, "**Cannot review:** upload or choose a document first.", *render(None, which)[1:]
+            refusal = "**Cannot review:** upload or choose a document first."
+            return self._opened(None, self.render(None, which)._replace(status=refusal))
         try:
-            started = review.review(settings, document_id, user=me())
+            started = review.review(self.settings, document_id, user=self.me())
         except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
-            return None, f"**Cannot review:** {text_md(exc)}", *render(None, which)[1:]
-        return started.id, *render(started.id, which)
+            return self._opened(None, self.render(None, which)._replace(status=f"**Cannot review:** {text_md(exc)}"))
+        return self._opened(started.id, self.render(started.id, which))
 
-    def on_tick(review_id: int | None, which: str | None, seen: list | None):
+    def on_tick(self, review_id: int | None, which: str | None, seen: list | None) -> Shown:
         """Follow a review under way: the table is redrawn when a reading's state changed, the opened
         row's passage left as it is; nothing changes (no flicker, no files rewritten) otherwise."""
-        keep = (gr.update(),) * 9
         try:
-            state = review.review_state(settings, review_id, user=me()) if review_id is not None else None
+            state = review.review_state(self.settings, review_id, user=self.me()) if review_id is not None else None
         except NotFound:
-            return keep
+            return KEEP
         if state is None or seen == [review_id, which or "All", state]:
-            return keep
-        status, table, rows, csv_file, md_file, *_, now = render(review_id, which)
-        return status, table, rows, csv_file, md_file, *keep[:3], now
+            return KEEP
+        return self.render(review_id, which)._replace(passage=KEEP.passage, note=KEEP.note, page=KEEP.page)
 
-    def on_row(evt: gr.SelectData, kept: list | None):
+    def on_row(self, evt: gr.SelectData, kept: list | None) -> tuple:
         """The chosen row's passage, highlighted in its place in the document, beside its PDF page."""
         row = chosen_row(evt)
         if not kept or row >= len(kept) or kept[row][1] is None:
             return no_passage("No evidence was found for that row: its answer is in no passage the memory kept.")
         reading_id, start, end, k, document_id, page = kept[row]
-        return open_passage(settings, me(), reading_id, start, end, "evidence",
+        return open_passage(self.settings, self.me(), reading_id, start, end, "evidence",
                             f"Its evidence entered the memory at step {k}: the passage of that step's chunk it "
                             f"came from", (document_id, page) if page else None)  # fmt: skip
 
-    review_id = gr.State(None)
-    kept = gr.State([])
-    seen = gr.State(None)
+    def connect(self, document: gr.components.Component, list_timer: gr.Timer) -> None:
+        """Wire the panel to the Read tab's document menu and its 3-second timer."""
+        out, both = list(self.out), [self.review_id, *self.out]
+        document.change(self.on_document, [document, self.which], both, show_progress="hidden")
+        self.start.click(self.on_review, [document, self.which], both, show_progress="hidden")
+        self.which.input(self.render, [self.review_id, self.which], out, show_progress="hidden")
+        list_timer.tick(self.on_tick, [self.review_id, self.which, self.out.seen], out, show_progress="hidden")
+        passage = [self.out.passage, self.out.note, self.out.page]
+        self.out.table.select(self.on_row, self.out.kept, passage, show_progress="hidden")
+
+
+def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) -> ReviewPanel:
+    """The panel's components, in the current layout context; its `connect(document, list_timer)` wires them."""
     with gr.Accordion("Contract review: every CUAD clause in one pass", open=True, elem_id="review-box") as box:
         with gr.Row():
             start = gr.Button("Review this contract (41 questions, one pass)", size="sm", elem_id="review-start")
@@ -161,13 +198,5 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
                 elem_id="review-passage",
             )
             page = gr.HTML(visible=False, elem_id="review-page")
-
-    def connect(document: gr.components.Component, list_timer: gr.Timer) -> None:
-        shown = [status, table, kept, csv_file, md_file, passage, note, page, seen]
-        document.change(on_document, [document, which], [review_id, *shown], show_progress="hidden")
-        start.click(on_review, [document, which], [review_id, *shown], show_progress="hidden")
-        which.input(render, [review_id, which], shown, show_progress="hidden")
-        list_timer.tick(on_tick, [review_id, which, seen], shown, show_progress="hidden")
-        table.select(on_row, kept, [passage, note, page], show_progress="hidden")
-
-    return ReviewPanel(connect, box, render, on_tick, on_row)
+    out = Shown(status, table, gr.State([]), csv_file, md_file, passage, note, page, gr.State(None))
+    return ReviewPanel(settings, me, box, start, which, out, review_id=gr.State(None))

@@ -1,5 +1,5 @@
 """What the Training and Models tabs show, as rows, Markdown and plot frames, and how they read their forms:
-pure functions of the services' views, tested without a browser (app/ui/training_ui.py builds the tabs)."""
+pure functions of the services' views, tested without a browser (app/ui/training_ui.py and its pages build the tabs)."""
 
 from __future__ import annotations
 
@@ -170,6 +170,11 @@ def curve_frame(points: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(points, columns=["step", "value", "metric"]).astype(
         {"step": int, "value": float, "metric": str}
     )
+
+
+def table(headers: list[str], elem_id: str, **kw: Any) -> gr.Dataframe:
+    """A read-only table, empty until an event fills it, its cells' text wrapped."""
+    return gr.Dataframe(value=[], headers=headers, type="array", interactive=False, wrap=True, elem_id=elem_id, **kw)
 
 
 #: metrics that are fractions: their y axis is 0 to 1 whatever the values, with room for a point at either end

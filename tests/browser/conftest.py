@@ -98,7 +98,28 @@ def _serve(
 ) -> Iterator[LiveServer]:
     data_dir = tmp_path_factory.mktemp("longread-data")
     port = free_port()
-    extra_env = env
+    log = data_dir / "serve.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", *args],
+            cwd=REPO_ROOT,
+            env=_server_env(data_dir, port, env or {}),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    server = LiveServer(f"http://127.0.0.1:{port}", data_dir, log, proc)
+    children: list[int] = []
+    try:
+        _wait_healthy(server)
+        children = _descendants(proc.pid)  # the worker is started before the web app listens
+        yield server
+    finally:
+        _stop(server, children)
+
+
+def _server_env(data_dir: Path, port: int, extra: dict[str, str]) -> dict[str, str]:
+    """This environment with the test server's settings and the test's `extra` on top."""
     env = {
         **os.environ,
         "LONGREAD_DATA_DIR": str(data_dir),
@@ -110,78 +131,73 @@ def _serve(
         "GRADIO_ANALYTICS_ENABLED": "False",
         "GRADIO_TEMP_DIR": str(data_dir / "gradio-tmp"),
         "PYTHONUNBUFFERED": "1",
-        **(env or {}),
+        **extra,
     }
     for key in ("LONGREAD_DATABASE_URL", "LONGREAD_BROKER_URL"):  # embedded SQLite, unless a test names one
-        if key not in (extra_env or {}):
+        if key not in extra:
             env.pop(key, None)
-    log = data_dir / "serve.log"
-    url = f"http://127.0.0.1:{port}"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", *args],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    server = LiveServer(url, data_dir, log, proc)
-    children: list[int] = []
-    try:
-        deadline = time.monotonic() + HEALTHZ_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(
-                    f"`longread serve` exited with {proc.returncode} before answering "
-                    f"/healthz; its log:\n{server.log_tail()}"
-                )
-            try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"{url}/healthz did not answer within {HEALTHZ_TIMEOUT_S} s; log:\n{server.log_tail()}")
-            time.sleep(0.5)
-        children = _descendants(proc.pid)  # the worker is started before the web app listens
-        yield server
-    finally:
-        # Note the worker again now, before stopping `serve` (an orphan would be reparented).
-        children += [c for c in _descendants(proc.pid) if c not in children]
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-        # `serve` stops its worker itself; give a worker that is finishing a step a moment too.
-        deadline = time.monotonic() + 15
-        while any(_alive(c) for c in children) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        orphans = [(c, _cmdline(c)) for c in children if _alive(c)]
-        # Clean up before failing, so that no test run leaves a worker behind.
-        for sig, grace_s in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
-            for pid, _ in orphans:
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
-            deadline = time.monotonic() + grace_s
-            while any(_alive(c) for c, _ in orphans) and time.monotonic() < deadline:
-                time.sleep(0.5)
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        try:
-            (ARTIFACTS / "serve.log").write_bytes(log.read_bytes())
-        except OSError:
-            pass
-        if orphans:
+    return env
+
+
+def _wait_healthy(server: LiveServer) -> None:
+    """Until /healthz answers 200; fails with the log when `serve` exits first or takes too long."""
+    deadline = time.monotonic() + HEALTHZ_TIMEOUT_S
+    while True:
+        if server.proc.poll() is not None:
             pytest.fail(
-                f"`longread serve` (pid {proc.pid}, exit {proc.returncode}) was stopped with "
-                f"SIGTERM but left these processes running (now stopped): {orphans}"
+                f"`longread serve` exited with {server.proc.returncode} before answering "
+                f"/healthz; its log:\n{server.log_tail()}"
             )
+        try:
+            with urllib.request.urlopen(f"{server.url}/healthz", timeout=5) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"{server.url}/healthz did not answer within {HEALTHZ_TIMEOUT_S} s; log:\n{server.log_tail()}")
+        time.sleep(0.5)
+
+
+def _stop(server: LiveServer, children: list[int]) -> None:
+    """SIGTERM `serve`, then stop whatever it left running (and fail the test for it); its log to artifacts."""
+    proc = server.proc
+    # Note the worker again now, before stopping `serve` (an orphan would be reparented).
+    children += [c for c in _descendants(proc.pid) if c not in children]
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    # `serve` stops its worker itself; give a worker that is finishing a step a moment too.
+    _wait_gone(children, 15)
+    orphans = [(c, _cmdline(c)) for c in children if _alive(c)]
+    # Clean up before failing, so that no test run leaves a worker behind.
+    for sig, grace_s in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
+        for pid, _ in orphans:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        _wait_gone([c for c, _ in orphans], grace_s)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    try:
+        (ARTIFACTS / "serve.log").write_bytes(server.log.read_bytes())
+    except OSError:
+        pass
+    if orphans:
+        pytest.fail(
+            f"`longread serve` (pid {proc.pid}, exit {proc.returncode}) was stopped with "
+            f"SIGTERM but left these processes running (now stopped): {orphans}"
+        )
+
+
+def _wait_gone(pids: list[int], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.5)
 
 
 @pytest.fixture

@@ -468,24 +468,35 @@ def check_no_default_secret(d: Deployment) -> list[str]:
             if SECRET_NAME.search(ref.name) and (ref.op in (":-", "-") and ref.arg or ref.op in (":+", "+")):
                 problems.append(f"{'/'.join(map(str, path))}: ${{{ref.name}{ref.op}{ref.arg}}} is a default secret")
     for name, svc in (d.raw.get("services") or {}).items():
-        # 2. Secret-named environment entries hold variables, not values.
-        for key, value in d.raw_env_of(name).items():
-            if SECRET_NAME.search(key):
-                problems += _secret_value_problems(f"{name}: {key}", value)
-        # 3. Passwords inside URLs and secrets on command lines.
-        for path, s in walk_strings(svc):
-            for m in re.finditer(r"://[^:/@\s]*:([^@\s]+)@", s):
-                problems += _secret_value_problems(f"{name}: password in {s!r}", m[1])
-        command = svc.get("command") or []
-        words = shlex.split(command) if isinstance(command, str) else list(map(str, command))
-        for flag, value in zip(words, words[1:]):
-            if flag.startswith("-") and SECRET_NAME.search(flag.lstrip("-").replace("-", "_")):
-                problems += _secret_value_problems(f"{name}: {flag}", value)
+        problems += _service_secret_problems(d, name, svc)
     # 4. The compose file's variables get no secret from .env.example either.
     for key, value in d.env.items():
         if SECRET_NAME.search(key) and value:
             problems.append(f".env.example: {key} has a value; leave secrets empty")
-    # 5. Interpolated with .env.example as it is (secrets empty), the required secrets stop compose.
+    return problems + _unrequired_secret_problems(d)
+
+
+def _service_secret_problems(d: Deployment, name: str, svc: dict) -> list[str]:
+    problems = []
+    # 2. Secret-named environment entries hold variables, not values.
+    for key, value in d.raw_env_of(name).items():
+        if SECRET_NAME.search(key):
+            problems += _secret_value_problems(f"{name}: {key}", value)
+    # 3. Passwords inside URLs and secrets on command lines.
+    for _, s in walk_strings(svc):
+        for m in re.finditer(r"://[^:/@\s]*:([^@\s]+)@", s):
+            problems += _secret_value_problems(f"{name}: password in {s!r}", m[1])
+    command = svc.get("command") or []
+    words = shlex.split(command) if isinstance(command, str) else list(map(str, command))
+    for flag, value in zip(words, words[1:]):
+        if flag.startswith("-") and SECRET_NAME.search(flag.lstrip("-").replace("-", "_")):
+            problems += _secret_value_problems(f"{name}: {flag}", value)
+    return problems
+
+
+def _unrequired_secret_problems(d: Deployment) -> list[str]:
+    """5. Interpolated with .env.example as it is (secrets empty), the required secrets stop compose."""
+    problems = []
     for secret in PLACEHOLDER_SECRETS:
         env = {**d.env, **PLACEHOLDER_SECRETS, secret: ""}
         try:

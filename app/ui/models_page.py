@@ -1,0 +1,79 @@
+"""The Models tab: the model versions with their lineage, and switching the active one (back to the base
+included)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from app.db import session_scope
+from app.services import registry
+from app.services.models import activate_version
+from app.ui.admin_context import REFUSED, Admin
+from app.ui.text import text_md
+from app.ui.training_views import MODEL_COLUMNS, model_rows, table
+
+
+@dataclass(eq=False)  # eq=False: hashable, as Gradio needs its handlers (these bound methods) to be
+class ModelsPage:
+    admin: Admin
+    table: gr.Dataframe
+    pick_version: gr.Dropdown
+    activate: gr.Button
+    msg: gr.Markdown
+
+    @property
+    def view(self) -> list[gr.components.Component]:
+        """What `show` fills."""
+        return [self.table, self.pick_version, self.msg]
+
+    def show(self, note: str = "") -> dict:
+        settings = self.admin.settings
+        try:
+            versions = registry.registry(settings, user=self.admin.me())
+        except REFUSED as exc:
+            return {self.table: [], self.msg: f"**Cannot list the model versions:** {text_md(exc)}"}
+        choices = [(f"base: {settings.model} (no version)", 0)] + [
+            (f"#{v['id']} {v['name']}", v["id"]) for v in versions
+        ]
+        return {
+            self.table: model_rows(settings, versions),
+            self.pick_version: gr.update(choices=choices, value=None),
+            self.msg: note,
+        }
+
+    def table_now(self) -> dict:
+        """The versions' table alone, as it is now (after a run was promoted)."""
+        return {self.table: self.show()[self.table]}
+
+    def on_activate(self, version_id: int | None) -> dict:
+        if version_id is None:
+            return self.show("**Cannot switch:** choose a version (or the base) first.")
+        settings = self.admin.settings
+        try:
+            with session_scope(settings.resolved_database_url) as s:
+                v = activate_version(s, int(version_id), user=self.admin.me())
+                name = v.name if v else None
+        except REFUSED as exc:
+            return self.show(f"**Cannot switch:** {text_md(exc)}")
+        now = f"version #{int(version_id)} {text_md(name)}" if name else f"the base model {text_md(settings.model)}"
+        return self.show(f"New readings now use {now}; readings in flight finish on the version they began with.")
+
+    def connect(self, tab: gr.Tab) -> None:
+        tab.select(self.show, None, self.view, show_progress="hidden")
+        self.activate.click(self.on_activate, self.pick_version, self.view, show_progress="hidden")
+
+
+def build_models_page(admin: Admin) -> ModelsPage:
+    """The page's components, in the current layout context (the Models tab)."""
+    gr.Markdown(
+        "### Model versions\nThe active version reads new questions; readings in flight finish on the "
+        "version they began with. Lineage: the base, then each run and the version it was promoted to."
+    )
+    versions = table(MODEL_COLUMNS, "models-table", column_widths=["5%", "17%", "8%", "30%", "15%", "15%", "10%"])
+    with gr.Row():
+        pick_version = gr.Dropdown(label="Version", choices=[], value=None, elem_id="pick-version")
+        activate = gr.Button("Activate", variant="primary", scale=0, min_width=160, elem_id="activate-version")
+    msg = gr.Markdown(elem_id="models-msg", latex_delimiters=[])
+    return ModelsPage(admin, versions, pick_version, activate, msg)
