@@ -75,8 +75,10 @@ class RunForm:
 
 def build_run_form(admin: Admin, data: DataPage) -> RunForm:
     """The page's components, in the current layout context (the New run tab)."""
-    settings = admin.settings
-    gr.Markdown("The data comes from **Data**; the other settings are the trainer's `small` preset.")
+    gr.Markdown(
+        "The data comes from **Data**; the reading sizes are the start version's; the other settings are "
+        "the trainer's `small` preset."
+    )
     with gr.Row():
         name = gr.Textbox(label="Name (empty: one is made from the date)", max_length=200, elem_id="run-name")
         start_version = gr.Dropdown(
@@ -85,13 +87,10 @@ def build_run_form(admin: Admin, data: DataPage) -> RunForm:
             value=0,
             elem_id="start-version",
         )
-    # A model is best served with the sizes it was trained on: the app's own reading sizes first.
     defaults = {
         **vars(RunParams()),
         "sft_samples_per_step": RunParams().samples_per_step,
         "sft_carry": 0,
-        "chunk_tokens": settings.chunk_tokens,
-        "memory_tokens": settings.memory_tokens,
         "mix_feedback": DataConfig.model_fields["mix_feedback"].default,
     }
     numbers = {}

@@ -29,11 +29,10 @@ PLOTS = [("Reward (mean over the rollouts)", "plot-reward", "rl", "reward"),
          ("Groups filtered (all rewards equal)", "plot-filtered", "rl", "groups_filtered"),
          ("Tokens per second", "plot-tokens", None, "tokens_per_s")]  # fmt: skip
 #: the New run form, three a row: RunParams fields, and TrainConfig fields it sets through `extra`
-#: (DataConfig's under "data")
+#: (DataConfig's under "data"). No reading sizes: a run trains at its start version's (reading_config).
 FORM = ("sft_steps", "sft_samples_per_step", "sft_learning_rate", "sft_carry", "rl_steps", "samples_per_step",
-        "group_size", "learning_rate", "temperature", "kl_coef", "chunk_tokens", "memory_tokens", "mix_feedback",
-        "save_every")  # fmt: skip
-EXTRA = {"sft_samples_per_step", "sft_carry", "chunk_tokens", "memory_tokens"}
+        "group_size", "learning_rate", "temperature", "kl_coef", "mix_feedback", "save_every")  # fmt: skip
+EXTRA = {"sft_samples_per_step", "sft_carry"}
 DATA = {"mix_feedback"}
 FLOATS = {"learning_rate", "sft_learning_rate", "temperature", "kl_coef", "mix_feedback"}
 LABELS = {
@@ -47,8 +46,6 @@ LABELS = {
     "learning_rate": "Learning rate (RL)",
     "temperature": "Sampling temperature",
     "kl_coef": "KL coefficient β",
-    "chunk_tokens": "Chunk tokens",
-    "memory_tokens": "Memory tokens",
     "mix_feedback": "Share of samples from feedback (when included)",
     "save_every": "Save a checkpoint every (steps)",
 }

@@ -34,7 +34,7 @@ NAME = f"tiny **run** {IMG} from the lighthouse keeper's feedback"
 #: as small as the real trainer goes (tests/integration/test_training_runs.py TINY), through the form; two
 #: RL steps, so that an RL curve is seen to grow (one point draws no line)
 TINY = {"sft-steps": 2, "sft-samples-per-step": 1, "rl-steps": 2, "samples-per-step": 1, "group-size": 2,
-        "chunk-tokens": 128, "memory-tokens": 32, "save-every": 1}  # fmt: skip
+        "save-every": 1}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

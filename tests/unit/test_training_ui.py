@@ -46,9 +46,9 @@ def test_the_form_becomes_a_selection_and_params() -> None:
         parse_selection(True, "1 March", None, False, [], [], "256")
     with pytest.raises(ValueError, match="lengths: '2K' is not a list of whole numbers"):
         parse_selection(False, "", None, False, [], [], "2K")
-    p = parse_params({"sft_steps": 2.0, "learning_rate": 0.001, "chunk_tokens": 128.0, "sft_samples_per_step": None})
-    assert (p.sft_steps, p.learning_rate, p.extra) == (2, 0.001, {"chunk_tokens": 128})
-    assert isinstance(p.sft_steps, int) and isinstance(p.extra["chunk_tokens"], int)
+    p = parse_params({"sft_steps": 2.0, "learning_rate": 0.001, "sft_carry": 1.0, "sft_samples_per_step": None})
+    assert (p.sft_steps, p.learning_rate, p.extra) == (2, 0.001, {"sft_carry": 1})
+    assert isinstance(p.sft_steps, int) and isinstance(p.extra["sft_carry"], int)
     # the feedback share is a data field: it goes under "data", where the service's config takes it
     p = parse_params({"rl_steps": 3.0, "mix_feedback": 0.5})
     assert (p.rl_steps, p.extra) == (3, {"data": {"mix_feedback": 0.5}})
