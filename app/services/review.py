@@ -1,4 +1,4 @@
-"""Contract review: every CUAD category asked of a document in one pass (training/tasks/cuad_questions.py),
+"""Contract review: every CUAD category asked of a document in one pass (inference/contract_review.py),
 kept with the document as a `Review` that groups the pass's readings, and shown as a checklist table:
 category, answer, the page(s) where its evidence entered the memory and the passage there.
 
@@ -28,8 +28,7 @@ from app.services.provenance import answer_source
 from app.services.readings import ReadingError, create_readings
 from app.services.users import UserView, can_see, resolve_actor
 from app.settings import Settings
-from training.tasks.cuad_questions import REVIEW_QUESTIONS, YES_NO
-from training.verifier import first_yes_no
+from inference.contract_review import REVIEW_QUESTIONS, YES_NO, first_yes_no
 
 #: the answer filters the UI offers (and `filtered` takes)
 FILTERS = ("All", "Yes", "No", "Found", "Not found")
