@@ -1,6 +1,7 @@
-"""Pydantic models of what the API takes and returns: pure data. Every figure in them (progress,
-ETA, estimates) is computed by the services (app/services/views.py); the routes copy the
-services' views into these with `out(Model, view)`."""
+"""Pydantic models of what the API takes, and of what it returns where no service view says it: pure data.
+Every figure (progress, ETA, estimates) is computed by the services (app/services/views.py); a route
+returns a service's view as it is where the view is the answer (ReadingView, StepView, RunView,
+ReviewView: one definition of each), or copies it into a model here with `out(Model, view)`."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from app.services.readings import (
     MIN_CHUNK_TOKENS,
     MIN_MEMORY_TOKENS,
 )
-from app.services.training_runs import RunParams
+from app.services.training_runs import RunParams, RunView
+from app.services.views import CheckpointView
 
 
 class _Out(BaseModel):
@@ -90,65 +92,6 @@ class AskIn(BaseModel):
     memory_tokens: int | None = Field(None, ge=MIN_MEMORY_TOKENS, le=MAX_MEMORY_TOKENS)
 
 
-class CheckpointOut(_Out):
-    step: int
-    memory: str
-    start_char: int
-    end_char: int
-    first_page: int
-    last_page: int
-    origin: str = Field(description="`agent`, or `edited` for a memory a person wrote (a branch's first step)")
-    edited_by: str | None = Field(None, description="for an edited memory: who edited it")
-    prompt_tokens: int
-    completion_tokens: int
-    seconds: float
-    chunk: str | None = Field(None, description="the chunk's text, on request (`with_chunks=true`)")
-
-
-class Progress(_Out):
-    """Where a reading is, and where its time went: reading (the agent at work) apart from waiting
-    (in the queue, for the model to start, for a worker after its worker died)."""
-
-    step: int
-    total: int | None
-    elapsed_s: float | None = Field(description="wall time since the question was asked (reading + waiting)")
-    reading_s: float | None = Field(
-        None, description="time the agent spent reading: every step's own seconds, the answer and the step under way"
-    )
-    waiting_s: float | None = Field(None, description="the rest of elapsed_s: queued, or waiting for a worker")
-    eta_s: float | None = Field(description="time left at the reading's own pace; None while it waits")
-    stalled: bool = Field(False, description="running, but its worker stopped beating: it waits for a worker")
-
-
-class ReadingOut(_Out):
-    id: int
-    document_id: int
-    question: str
-    status: str
-    answer: str | None
-    final_output: str | None
-    error: str | None
-    model: str
-    chunk_tokens: int
-    memory_tokens: int
-    template_set: str
-    memory_policy: str = Field(description="generative: the model rewrites its memory; extractive: sentences kept")
-    created_at: datetime | None
-    parent_reading_id: int | None = Field(None, description="a branch: the reading it was made from")
-    branched_at_step: int | None = Field(None, description="a branch: the step whose memory was edited")
-    progress: Progress
-    checkpoints: list[CheckpointOut]
-
-
-class StepOut(_Out):
-    """One step of a reading's timeline with its chunk's text, and the memory before it."""
-
-    reading_id: int
-    steps: int = Field(description="steps in the reading's timeline (a branch's shared steps included)")
-    checkpoint: CheckpointOut
-    previous_memory: str | None = Field(description="the memory at the step before; None at step 1")
-
-
 class SourceOut(_Out):
     """Where one sentence of the final memory or of the answer came from."""
 
@@ -180,7 +123,7 @@ class EditIn(BaseModel):
 
 class CheckpointsOut(_Out):
     reading_id: int
-    checkpoints: list[CheckpointOut]
+    checkpoints: list[CheckpointView]
 
 
 class FeedbackIn(BaseModel):
@@ -299,36 +242,10 @@ class SampleOut(_Out):
     excerpt: str = Field(description="the document's first characters")
 
 
-class RunOut(_Out):
-    id: int
-    name: str
-    status: str = Field(description="queued | running | cancelling | cancelled | failed | done")
-    created_by: str | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    step: int
-    total_steps: int
-    eta_s: float | None
-    queue_position: int | None = Field(description="1 for the next run to start; None unless queued")
-    attempts: int
-    error: str | None
-    start_version: str = Field(
-        description="what it trains from: a version's name, else `MODEL + adapter ADAPTER` or `base MODEL`"
-    )
-    version_id: int | None = Field(description="the model version it was promoted to")
-    evaluation: dict[str, Any] | None = Field(description="status, and the baseline's and this run's summary rows")
-    config: dict[str, Any]
-    selection: dict[str, Any]
-    run_dir: str
-    resumable: bool
-    estimate_s: float | None
-
-
 class RunDetailOut(_Out):
     """A run as its page shows it: the run, every metrics row, the latest sample rollouts, the log's tail."""
 
-    run: RunOut
+    run: RunView
     metrics: list[dict[str, Any]] = Field(description="metrics.jsonl: step, phase, reward, accuracy, loss, kl, …")
     samples: list[dict[str, Any]] = Field(description="question, gold, each step's memory, answer, reward")
     log: str
@@ -356,29 +273,3 @@ class ModelVersionOut(_Out):
 class ReviewIn(BaseModel):
     chunk_tokens: int | None = Field(None, ge=MIN_CHUNK_TOKENS, le=MAX_CHUNK_TOKENS)
     memory_tokens: int | None = Field(None, ge=MIN_MEMORY_TOKENS, le=MAX_MEMORY_TOKENS)
-
-
-class ReviewRowOut(_Out):
-    category: str
-    kind: Literal["extract", "yes-no"]
-    reading_id: int
-    status: str
-    answer: str | None
-    step: int | None = Field(description="the step whose memory first held the answer; None: no evidence found")
-    first_page: int | None = Field(description="the page (PDF) or section where the evidence passage starts")
-    last_page: int | None
-    passage_start: int | None = Field(description="the evidence passage: character offsets in the document text")
-    passage_end: int | None
-    passage: str | None
-
-
-class ReviewOut(_Out):
-    """A contract review: one row a CUAD category, in one pass over the document."""
-
-    id: int
-    document_id: int
-    document_title: str
-    page_unit: str
-    created_at: datetime | None
-    done: bool
-    rows: list[ReviewRowOut]

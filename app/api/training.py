@@ -22,7 +22,6 @@ from app.api.schemas import (
     QAFileOut,
     RunDetailOut,
     RunIn,
-    RunOut,
     SampleOut,
     SelectionIn,
     out,
@@ -30,7 +29,7 @@ from app.api.schemas import (
 from app.db import session_scope
 from app.services import registry, training_runs
 from app.services.models import activate_version
-from app.services.training_runs import DataSelection
+from app.services.training_runs import DataSelection, RunView
 
 router = APIRouter(prefix="/api")
 
@@ -72,24 +71,21 @@ def estimate(body: EstimateIn, settings: SettingsDep, admin: AdminDep) -> Estima
 
 
 @router.get("/training/runs")
-def list_runs(settings: SettingsDep, admin: AdminDep) -> list[RunOut]:
+def list_runs(settings: SettingsDep, admin: AdminDep) -> list[RunView]:
     """Every run, newest first."""
-    return [out(RunOut, r) for r in training_runs.list_runs(settings, user=admin)]
+    return training_runs.list_runs(settings, user=admin)
 
 
 @router.post("/training/runs", status_code=status.HTTP_201_CREATED)
-def start_run(body: RunIn, settings: SettingsDep, admin: AdminDep) -> RunOut:
+def start_run(body: RunIn, settings: SettingsDep, admin: AdminDep) -> RunView:
     """Queue a run on the `training` queue; 422 names the field to change."""
-    return out(
-        RunOut,
-        training_runs.start_run(
-            settings,
-            selection_of(body.selection),
-            body.params,
-            name=body.name,
-            start_version_id=body.start_version_id or None,
-            user=admin,
-        ),
+    return training_runs.start_run(
+        settings,
+        selection_of(body.selection),
+        body.params,
+        name=body.name,
+        start_version_id=body.start_version_id or None,
+        user=admin,
     )
 
 
@@ -103,7 +99,7 @@ def get_run(
 ) -> RunDetailOut:
     """The run, every metrics row, its latest `samples` rollouts and its log's last `log_lines` lines."""
     return RunDetailOut(
-        run=out(RunOut, training_runs.get_run(settings, run_id, user=admin)),
+        run=training_runs.get_run(settings, run_id, user=admin),
         metrics=training_runs.run_metrics(settings, run_id, user=admin),
         samples=training_runs.run_samples(settings, run_id, samples, user=admin),
         log=training_runs.run_log(settings, run_id, log_lines, user=admin),
@@ -111,21 +107,21 @@ def get_run(
 
 
 @router.post("/training/runs/{run_id}/cancel")
-def cancel_run(run_id: int, settings: SettingsDep, admin: AdminDep) -> RunOut:
+def cancel_run(run_id: int, settings: SettingsDep, admin: AdminDep) -> RunView:
     """A queued run is cancelled at once; a running one saves a checkpoint, then stops (`cancelling`)."""
-    return out(RunOut, training_runs.cancel_run(settings, run_id, user=admin))
+    return training_runs.cancel_run(settings, run_id, user=admin)
 
 
 @router.post("/training/runs/{run_id}/resume")
-def resume_run(run_id: int, settings: SettingsDep, admin: AdminDep) -> RunOut:
+def resume_run(run_id: int, settings: SettingsDep, admin: AdminDep) -> RunView:
     """A cancelled or failed run is queued again and continues from its last checkpoint."""
-    return out(RunOut, training_runs.resume_run(settings, run_id, user=admin))
+    return training_runs.resume_run(settings, run_id, user=admin)
 
 
 @router.post("/training/runs/{run_id}/evaluate")
-def evaluate_run(run_id: int, settings: SettingsDep, admin: AdminDep) -> RunOut:
+def evaluate_run(run_id: int, settings: SettingsDep, admin: AdminDep) -> RunView:
     """Queue the evaluation of a finished run beside the active version, on the same held-out sets."""
-    return out(RunOut, training_runs.evaluate_run(settings, run_id, user=admin))
+    return training_runs.evaluate_run(settings, run_id, user=admin)
 
 
 @router.post("/training/runs/{run_id}/promote")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
 from sqlalchemy.orm import Session
 
 from app.models import RunStatus, TrainingRun
@@ -85,7 +86,7 @@ class SamplePreview:
 class RunView:
     id: int
     name: str
-    status: str  # one of STATUSES
+    status: Annotated[str, Field(description="queued | running | cancelling | cancelled | failed | done")]
     created_by: str | None
     created_at: datetime
     started_at: datetime | None
@@ -94,14 +95,19 @@ class RunView:
     total_steps: int
     #: seconds left at the run's own pace (None before the first step or when not running)
     eta_s: float | None
-    #: 1 for the next run to start, … (None unless queued)
-    queue_position: int | None
+    queue_position: Annotated[int | None, Field(description="1 for the next run to start; None unless queued")]
     attempts: int
     error: str | None
-    start_version: str  # what it trains from, as `start_label` says it
-    version_id: int | None  # set once promoted
+    #: as `start_label` says it
+    start_version: Annotated[
+        str,
+        Field(description="what it trains from: a version's name, else `MODEL + adapter ADAPTER` or `base MODEL`"),
+    ]
+    version_id: Annotated[int | None, Field(description="the model version it was promoted to")]
     #: RunStatus of its evaluation and both sides' summary rows (see TrainingRun.evaluation)
-    evaluation: dict[str, Any] | None
+    evaluation: Annotated[
+        dict[str, Any] | None, Field(description="status, and the baseline's and this run's summary rows")
+    ]
     config: dict[str, Any]
     selection: dict[str, Any]
     run_dir: str
