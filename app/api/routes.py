@@ -16,18 +16,16 @@ from app.api.auth import UserDep
 from app.api.schemas import (
     AskIn,
     CheckpointsOut,
-    DeletionOut,
-    DocumentOut,
     EditIn,
     FeedbackIn,
-    FeedbackOut,
     HealthOut,
-    SourceOut,
-    out,
 )
 from app.db import session_scope
 from app.services import document_deletion, documents, feedback, health, provenance, readings
-from app.services.views import ReadingView, StepView
+from app.services.document_deletion import DeletionView
+from app.services.feedback import FeedbackView
+from app.services.provenance import SourceView
+from app.services.views import DocumentView, ReadingView, StepView
 from app.settings import Settings
 
 router = APIRouter(prefix="/api")
@@ -57,32 +55,32 @@ def get_health(session: SessionDep) -> HealthOut:
 
 
 @router.post("/documents", status_code=status.HTTP_201_CREATED)
-def upload_document(file: UploadFile, settings: SettingsDep, response: Response, user: UserDep) -> DocumentOut:
+def upload_document(file: UploadFile, settings: SettingsDep, response: Response, user: UserDep) -> DocumentView:
     """201 with a new document; 200 with the earlier one when these bytes were uploaded before."""
     limit = settings.max_upload_mb * 1024 * 1024
     data = file.file.read(limit + 1)  # never read more than the limit into memory
     doc, existing = documents.add_document(settings, file.filename, data, user=user)
     if existing:
         response.status_code = status.HTTP_200_OK
-    return out(DocumentOut, doc)
+    return doc
 
 
 @router.get("/documents")
-def list_documents(settings: SettingsDep, user: UserDep) -> list[DocumentOut]:
+def list_documents(settings: SettingsDep, user: UserDep) -> list[DocumentView]:
     """The caller's documents, newest first."""
-    return [out(DocumentOut, d) for d in documents.all_documents(settings, user=user)]
+    return documents.all_documents(settings, user=user)
 
 
 @router.get("/documents/{document_id}")
-def get_document(document_id: int, settings: SettingsDep, user: UserDep) -> DocumentOut:
-    return out(DocumentOut, documents.show_document(settings, document_id, user=user))
+def get_document(document_id: int, settings: SettingsDep, user: UserDep) -> DocumentView:
+    return documents.show_document(settings, document_id, user=user)
 
 
 @router.delete("/documents/{document_id}")
-def delete_document(document_id: int, settings: SettingsDep, user: UserDep) -> DeletionOut:
+def delete_document(document_id: int, settings: SettingsDep, user: UserDep) -> DeletionView:
     """Delete the document with its readings, checkpoints, feedback, stored file and page images (its owner or
     an admin). 409 while one of its readings is queued or running; feedback copied into a training run stays."""
-    return out(DeletionOut, document_deletion.delete_document(settings, document_id, user=user))
+    return document_deletion.delete_document(settings, document_id, user=user)
 
 
 @router.get(
@@ -136,10 +134,10 @@ def get_step(reading_id: int, step: int, settings: SettingsDep, user: UserDep) -
 
 
 @router.get("/readings/{reading_id}/provenance")
-def get_provenance(reading_id: int, settings: SettingsDep, user: UserDep) -> list[SourceOut]:
+def get_provenance(reading_id: int, settings: SettingsDep, user: UserDep) -> list[SourceView]:
     """For each sentence of the final memory and of the answer: the step where it entered the memory,
     that step's pages, and the passage of its chunk that matches it best."""
-    return [out(SourceOut, x) for x in provenance.provenance(settings, reading_id, user=user)]
+    return provenance.provenance(settings, reading_id, user=user)
 
 
 @router.post("/readings/{reading_id}/branches", status_code=status.HTTP_201_CREATED)
@@ -167,22 +165,21 @@ def retry(reading_id: int, settings: SettingsDep, user: UserDep) -> ReadingView:
 
 
 @router.post("/readings/{reading_id}/feedback", status_code=status.HTTP_201_CREATED)
-def add_feedback(reading_id: int, body: FeedbackIn, settings: SettingsDep, user: UserDep) -> FeedbackOut:
+def add_feedback(reading_id: int, body: FeedbackIn, settings: SettingsDep, user: UserDep) -> FeedbackView:
     """Judge a finished reading's answer; a later verdict on the same reading is added, and the latest counts."""
-    return out(FeedbackOut, feedback.add_feedback(settings, reading_id, body.verdict, body.corrected_answer,
-                                                  body.comment, user=user))  # fmt: skip
+    return feedback.add_feedback(settings, reading_id, body.verdict, body.corrected_answer, body.comment, user=user)
 
 
 @router.get("/readings/{reading_id}/feedback")
-def list_reading_feedback(reading_id: int, settings: SettingsDep, user: UserDep) -> list[FeedbackOut]:
+def list_reading_feedback(reading_id: int, settings: SettingsDep, user: UserDep) -> list[FeedbackView]:
     """Every verdict on the reading, newest first."""
-    return [out(FeedbackOut, f) for f in feedback.reading_feedback(settings, reading_id, user=user)]
+    return feedback.reading_feedback(settings, reading_id, user=user)
 
 
 @router.get("/documents/{document_id}/feedback")
-def list_document_feedback(document_id: int, settings: SettingsDep, user: UserDep) -> list[FeedbackOut]:
+def list_document_feedback(document_id: int, settings: SettingsDep, user: UserDep) -> list[FeedbackView]:
     """Every verdict on the document's readings, newest first."""
-    return [out(FeedbackOut, f) for f in feedback.document_feedback(settings, document_id, user=user)]
+    return feedback.document_feedback(settings, document_id, user=user)
 
 
 @router.get(

@@ -16,29 +16,18 @@ from app.api.schemas import (
     DataOverviewOut,
     EstimateIn,
     EstimateOut,
-    FeedbackRowOut,
     KindOut,
     ModelVersionOut,
     QAFileOut,
     RunDetailOut,
     RunIn,
-    SampleOut,
-    SelectionIn,
-    out,
 )
 from app.db import session_scope
 from app.services import registry, training_runs
 from app.services.models import activate_version
-from app.services.training_runs import DataSelection, RunView
+from app.services.training_runs import DataSelection, RunView, SamplePreview
 
 router = APIRouter(prefix="/api")
-
-
-def selection_of(body: SelectionIn) -> DataSelection:
-    s = body.model_dump()
-    return DataSelection(**{**s, "feedback_ids": None if s["feedback_ids"] is None else tuple(s["feedback_ids"]),
-                            "qa_files": tuple(s["qa_files"]), "synthetic_kinds": tuple(s["synthetic_kinds"]),
-                            "lengths": tuple(s["lengths"])})  # fmt: skip
 
 
 @router.get("/training/data")
@@ -47,7 +36,7 @@ def training_data(settings: SettingsDep, admin: AdminDep) -> DataOverviewOut:
     offer, the contracts' split, and the help text of every hyperparameter."""
     d = training_runs.data_overview(settings, user=admin)
     return DataOverviewOut(
-        feedback=[out(FeedbackRowOut, f) for f in d.feedback],
+        feedback=d.feedback,
         qa_files=[QAFileOut(path=p, questions=n) for p, n in d.qa_files],
         synthetic_kinds=[KindOut(kind=k, description=text) for k, text in d.synthetic_kinds],
         contracts=ContractsOut(documents=d.contracts[0], questions=d.contracts[1], held_out_documents=d.contracts[2]),
@@ -57,16 +46,16 @@ def training_data(settings: SettingsDep, admin: AdminDep) -> DataOverviewOut:
 
 @router.post("/training/preview")
 def preview(
-    body: SelectionIn, settings: SettingsDep, admin: AdminDep, n: Annotated[int, Query(ge=1, le=50)] = 5
-) -> list[SampleOut]:
+    body: DataSelection, settings: SettingsDep, admin: AdminDep, n: Annotated[int, Query(ge=1, le=50)] = 5
+) -> list[SamplePreview]:
     """A few of the training samples the selection makes."""
-    return [out(SampleOut, x) for x in training_runs.preview_samples(settings, selection_of(body), n, user=admin)]
+    return training_runs.preview_samples(settings, body, n, user=admin)
 
 
 @router.post("/training/estimate")
 def estimate(body: EstimateIn, settings: SettingsDep, admin: AdminDep) -> EstimateOut:
     """How long the run would take on this deployment."""
-    seconds, basis = training_runs.estimate_seconds(settings, selection_of(body.selection), body.params)
+    seconds, basis = training_runs.estimate_seconds(settings, body.selection, body.params)
     return EstimateOut(seconds=seconds, basis=basis)
 
 
@@ -81,7 +70,7 @@ def start_run(body: RunIn, settings: SettingsDep, admin: AdminDep) -> RunView:
     """Queue a run on the `training` queue; 422 names the field to change."""
     return training_runs.start_run(
         settings,
-        selection_of(body.selection),
+        body.selection,
         body.params,
         name=body.name,
         start_version_id=body.start_version_id or None,

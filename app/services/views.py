@@ -148,23 +148,26 @@ def reading_view(r: Reading, stale_after_s: float | None = None, with_chunks: bo
 
 @dataclass(frozen=True)
 class EstimateView:
-    """How long a pass of questions would take to read the whole document on the active engine
-    (app/services/documents.py `estimate_reading`)."""
+    """How long questions would take to read the whole document on the active engine: n questions asked
+    together, n * per_question_s + ceil(n / shared_by) * shared_s, plus start_s when given."""
 
     chunks: int
-    #: one question read alone; None when there is no speed figure for the engine
-    seconds: float | None
+    seconds: Annotated[float | None, Field(description="one question read alone; None when there is no speed figure")]
     engine: str
     chunk_tokens: int
     memory_tokens: int
     basis: str
-    #: the part of `seconds` every question of a pass pays (reading its prompts; all of it when
-    #: nothing is shared) and the part `shared_by` questions share (writing, batched); None: no figure
-    per_question_s: float | None = None
-    shared_s: float | None = None
+    #: the part of `seconds` every question of a pass pays (all of it when nothing is shared) and the part
+    #: `shared_by` questions share (writing, batched); None: no figure (app/services/documents.py `estimate_reading`)
+    per_question_s: Annotated[float | None, Field(description="what each question of a pass adds (its prompts)")] = None
+    shared_s: Annotated[
+        float | None, Field(description="what up to `shared_by` questions of a pass share (the writing)")
+    ] = None
     shared_by: int = 1
-    #: seconds to start the model first: no worker has it up yet (None: it is up, or no figure)
-    start_s: float | None = None
+    #: seconds to start the model (None: it is up, or no figure)
+    start_s: Annotated[
+        float | None, Field(description="the model's start first: no worker has it up (None: it is up)")
+    ] = None
 
     def pass_seconds(self, questions: int) -> float | None:
         """Seconds for `questions` read together in one pass, the model up."""
@@ -175,12 +178,9 @@ class EstimateView:
 
 @dataclass(frozen=True)
 class PageView:
-    #: 1-based, as in a checkpoint's first_page/last_page
-    page: int
-    #: character offset in the document's text where it starts
-    start: int
-    #: printed page label (PDF) or the section's heading
-    label: str
+    page: Annotated[int, Field(description="1-based number, as in a checkpoint's first_page/last_page")]
+    start: Annotated[int, Field(description="character offset in the document's text where it starts")]
+    label: Annotated[str, Field(description="printed page label (PDF) or the section's heading")]
 
 
 @dataclass(frozen=True)
@@ -192,15 +192,13 @@ class DocumentView:
     status: str
     error: str | None
     size_bytes: int
-    #: number of pages (PDF) or sections (other formats)
-    pages: int
-    #: `page` for PDF, `section` (a heading and what follows) otherwise
-    page_unit: str
+    pages: Annotated[int, Field(description="number of pages (PDF) or sections (other formats)")]
+    page_unit: Annotated[str, Field(description="`page` for PDF, `section` (a heading and what follows) otherwise")]
     char_count: int
     token_count: int | None
-    created_at: datetime | None
+    created_at: datetime
     estimate: EstimateView | None = None
-    page_map: list[PageView] | None = None
+    page_map: Annotated[list[PageView] | None, Field(description="on single-document responses only")] = None
 
 
 @dataclass(frozen=True)
