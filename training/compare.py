@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from training.verifier import normalize
+from inference.contract_review import normalize
 
 
 def load(path: str | Path) -> dict[str, Any]:

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from inference.agent import MemoryAgent
+from inference.contract_review import normalize
 from training import misses
 from training.tasks import Task
 from training.tracking import Tracker
-from training.verifier import answer_kind, exact_match, is_yes_no, normalize, party_recall, sub_em
+from training.verifier import answer_kind, exact_match, is_yes_no, party_recall, sub_em
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from inference.chunking import token_starts
+from inference.contract_review import EXTRACT, YES_NO
 from training.book_questions import QUESTIONS_DIR, load_questions, speaker_questions
 from training.tasks import (
     ABSENT,
@@ -68,7 +69,6 @@ from training.tasks import (
     synthetic_tasks,
 )
 from training.tasks.books import _book, book_text
-from training.tasks.cuad_questions import EXTRACT, YES_NO
 
 CONTRACT_EXTRACT, CONTRACT_CLAUSE, CLAUSE_TWIN, BOOK, PLANTED, ABSENT_GROUP = (
     "contract-extract", "contract-clause", "clause-twin", "book", "planted", "absent")  # fmt: skip

@@ -25,8 +25,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from inference.agent import holds_nothing
+from inference.contract_review import normalize
 from inference.templates import NO_MEMORY, NOT_IN_DOCUMENT
-from training.verifier import is_yes_no, mentions, normalize
+from training.verifier import is_yes_no, mentions
 
 CORRECT, NEVER_ENTERED, OVERWRITTEN, ANSWER_MISSED = "correct", "never-entered", "overwritten", "answer-missed"
 KEPT_SOMETHING = "kept-something"

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from inference.contract_review import YES_NO
 from training.book_questions import QUESTIONS_DIR, load_questions
 from training.tasks import (
     BOOKS_DIR,
@@ -53,7 +54,6 @@ from training.tasks import (
     load_book,
     synthetic_tasks,
 )
-from training.tasks.cuad_questions import YES_NO
 
 EvalSplit = Literal["dev", "held-out", "held-out-v1"]
 #: `held-out-v1` is the held-out split of 2026-11-28 to 2026-12-05 (its contracts include 10 trained on)

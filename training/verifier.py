@@ -28,35 +28,17 @@ when there is one, else the whole output. Two rules:
 from __future__ import annotations
 
 import re
-import string
 import unicodedata
 from collections.abc import Sequence
 from typing import Literal
 
 from inference.agent import extract_boxed
+from inference.contract_review import first_yes_no, normalize
 from inference.dates import as_date, date_mentions
 
 Rule = Literal["exact_match", "sub_em"]
 RULES: tuple[Rule, ...] = ("exact_match", "sub_em")
 Kind = Literal["yes/no", "date", "parties", "jurisdiction", "number", "name", "text"]
-
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = str.maketrans("", "", string.punctuation + "“”‘’«»–—")
-_MARKS = str.maketrans("", "", "™®©")  # before NFKC, which spells ™ as "TM"
-_SEPARATORS = re.compile(r";|,(?!\d)")  # not the comma of 1,000
-
-
-def normalize(text: str) -> str:
-    """Lower case, NFKC, no accents, no punctuation, no articles, single spaces (SQuAD-style).
-
-    >>> normalize("  The  State of New-York!  "), normalize("BioNutrients™ Ltd.;Onse"), normalize("Aéreas 1,000")
-    ('state of newyork', 'bionutrients ltd onse', 'aereas 1000')
-    """
-    text = text.replace("\\boxed{", " ")  # an answer cut off before its closing brace: its words, not "boxedacme"
-    text = unicodedata.normalize("NFKD", text.translate(_MARKS)).lower()
-    text = unicodedata.normalize("NFKC", "".join(c for c in text if not unicodedata.combining(c)))
-    text = _SEPARATORS.sub(" ", text).translate(_PUNCT)  # "Ltd.;Onse", "Columbia,Canada": two words
-    return " ".join(_ARTICLES.sub(" ", text).split())
 
 
 def _contains(text: str, part: str) -> bool:
@@ -286,16 +268,6 @@ def party_recall(prediction: str, gold: str) -> float:
 
 
 # --- the rules --------------------------------------------------------------------------------
-def first_yes_no(prediction: str) -> str | None:
-    """The first "yes" or "no" said.
-
-    >>> first_yes_no("No. Yes, it is assignable"), first_yes_no("The document does not say.")
-    ('no', None)
-    """
-    m = re.search(r"\b(yes|no)\b", normalize(prediction))
-    return m[1] if m else None
-
-
 def _found(prediction: str, item: str) -> bool:
     """One gold item inside the prediction: by meaning for a date, as text at word boundaries otherwise
     (raw text for a gold that normalises to nothing, like CUAD's "[]")."""

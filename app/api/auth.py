@@ -203,14 +203,6 @@ class TokenOut(BaseModel):
     expires_in: int = Field(description="seconds the token stays valid")
 
 
-class UserOut(BaseModel):
-    id: int
-    username: str
-    role: str
-    disabled: bool
-    has_password: bool
-
-
 class UserIn(BaseModel):
     username: str = Field(min_length=1, max_length=64)
     password: str = Field(min_length=users.MIN_PASSWORD_CHARS, max_length=users.MAX_PASSWORD_CHARS)
@@ -221,10 +213,6 @@ class UserPatch(BaseModel):
     role: str | None = Field(None, pattern="^(reader|admin)$")
     disabled: bool | None = None
     password: str | None = Field(None, min_length=users.MIN_PASSWORD_CHARS, max_length=users.MAX_PASSWORD_CHARS)
-
-
-def _user_out(u: UserView) -> UserOut:
-    return UserOut(id=u.id, username=u.username, role=u.role, disabled=u.disabled, has_password=u.has_password)
 
 
 @router.post(
@@ -242,28 +230,28 @@ def issue_token(form: Annotated[OAuth2PasswordRequestForm, Depends()], request: 
 
 
 @router.get("/auth/me")
-def me(user: UserDep) -> UserOut:
+def me(user: UserDep) -> UserView:
     """Who this request acts as."""
-    return _user_out(user)
+    return user
 
 
 @router.get("/users")
-def list_users(request: Request, admin: AdminDep) -> list[UserOut]:
+def list_users(request: Request, admin: AdminDep) -> list[UserView]:
     """Every user (admins only)."""
-    return [_user_out(u) for u in users.list_users(request.app.state.settings, admin)]
+    return users.list_users(request.app.state.settings, admin)
 
 
 @router.post("/users", status_code=status.HTTP_201_CREATED)
-def add_user(body: UserIn, request: Request, admin: AdminDep) -> UserOut:
+def add_user(body: UserIn, request: Request, admin: AdminDep) -> UserView:
     """A new user (admins only)."""
-    return _user_out(users.add_user(request.app.state.settings, body.username, body.password, body.role, user=admin))
+    return users.add_user(request.app.state.settings, body.username, body.password, body.role, user=admin)
 
 
 @router.patch("/users/{user_id}")
-def update_user(user_id: int, body: UserPatch, request: Request, admin: AdminDep) -> UserOut:
+def update_user(user_id: int, body: UserPatch, request: Request, admin: AdminDep) -> UserView:
     """Change a user's role, disabled flag or password (admins only)."""
-    return _user_out(users.update_user(request.app.state.settings, user_id, role=body.role, disabled=body.disabled,
-                                       password=body.password, user=admin))  # fmt: skip
+    return users.update_user(request.app.state.settings, user_id, role=body.role, disabled=body.disabled,
+                             password=body.password, user=admin)  # fmt: skip
 
 
 # --- the sign-in page ------------------------------------------------------------------------------

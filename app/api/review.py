@@ -8,17 +8,18 @@ from fastapi import APIRouter, Response, status
 
 from app.api.auth import UserDep
 from app.api.routes import SettingsDep
-from app.api.schemas import ReviewIn, ReviewOut, out
+from app.api.schemas import ReviewIn
 from app.services import review
+from app.services.review import ReviewView
 
 router = APIRouter(prefix="/api")
 
 
 @router.post("/documents/{document_id}/review", status_code=status.HTTP_201_CREATED)
-def start_review(document_id: int, settings: SettingsDep, user: UserDep, body: ReviewIn | None = None) -> ReviewOut:
+def start_review(document_id: int, settings: SettingsDep, user: UserDep, body: ReviewIn | None = None) -> ReviewView:
     """Ask all 41 CUAD categories of the document in one pass; the rows fill as the readings finish."""
     body = body or ReviewIn()
-    return out(ReviewOut, review.review(settings, document_id, body.chunk_tokens, body.memory_tokens, user=user))
+    return review.review(settings, document_id, body.chunk_tokens, body.memory_tokens, user=user)
 
 
 @router.get("/documents/{document_id}/reviews")
@@ -28,9 +29,9 @@ def list_reviews(document_id: int, settings: SettingsDep, user: UserDep) -> list
 
 
 @router.get("/reviews/{review_id}")
-def get_review(review_id: int, settings: SettingsDep, user: UserDep, which: str = "All") -> ReviewOut:
+def get_review(review_id: int, settings: SettingsDep, user: UserDep, which: str = "All") -> ReviewView:
     """The checklist table; `which` filters it: All, Yes, No, Found, Not found."""
-    return out(ReviewOut, review.filtered(review.show_review(settings, review_id, user=user), which))
+    return review.filtered(review.show_review(settings, review_id, user=user), which)
 
 
 @router.get("/reviews/{review_id}/export", response_class=Response,

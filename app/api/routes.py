@@ -1,5 +1,5 @@
 """Thin routes over app.services: each calls the one service function of its action (which validates,
-commits and enqueues) and copies its view into a schema; service errors map to HTTP errors in one
+commits and enqueues) and returns its view, as it is or copied into a schema; service errors map to HTTP errors in one
 place (app.web). Every route acts as the request's user (app/api/auth.py), which the services check:
 another user's id answers 404 exactly as a missing one does."""
 
@@ -15,21 +15,17 @@ from sqlalchemy.orm import Session
 from app.api.auth import UserDep
 from app.api.schemas import (
     AskIn,
-    CheckpointOut,
     CheckpointsOut,
-    DeletionOut,
-    DocumentOut,
     EditIn,
     FeedbackIn,
-    FeedbackOut,
     HealthOut,
-    ReadingOut,
-    SourceOut,
-    StepOut,
-    out,
 )
 from app.db import session_scope
 from app.services import document_deletion, documents, feedback, health, provenance, readings
+from app.services.document_deletion import DeletionView
+from app.services.feedback import FeedbackView
+from app.services.provenance import SourceView
+from app.services.views import DocumentView, ReadingView, StepView
 from app.settings import Settings
 
 router = APIRouter(prefix="/api")
@@ -59,32 +55,32 @@ def get_health(session: SessionDep) -> HealthOut:
 
 
 @router.post("/documents", status_code=status.HTTP_201_CREATED)
-def upload_document(file: UploadFile, settings: SettingsDep, response: Response, user: UserDep) -> DocumentOut:
+def upload_document(file: UploadFile, settings: SettingsDep, response: Response, user: UserDep) -> DocumentView:
     """201 with a new document; 200 with the earlier one when these bytes were uploaded before."""
     limit = settings.max_upload_mb * 1024 * 1024
     data = file.file.read(limit + 1)  # never read more than the limit into memory
     doc, existing = documents.add_document(settings, file.filename, data, user=user)
     if existing:
         response.status_code = status.HTTP_200_OK
-    return out(DocumentOut, doc)
+    return doc
 
 
 @router.get("/documents")
-def list_documents(settings: SettingsDep, user: UserDep) -> list[DocumentOut]:
+def list_documents(settings: SettingsDep, user: UserDep) -> list[DocumentView]:
     """The caller's documents, newest first."""
-    return [out(DocumentOut, d) for d in documents.all_documents(settings, user=user)]
+    return documents.all_documents(settings, user=user)
 
 
 @router.get("/documents/{document_id}")
-def get_document(document_id: int, settings: SettingsDep, user: UserDep) -> DocumentOut:
-    return out(DocumentOut, documents.show_document(settings, document_id, user=user))
+def get_document(document_id: int, settings: SettingsDep, user: UserDep) -> DocumentView:
+    return documents.show_document(settings, document_id, user=user)
 
 
 @router.delete("/documents/{document_id}")
-def delete_document(document_id: int, settings: SettingsDep, user: UserDep) -> DeletionOut:
+def delete_document(document_id: int, settings: SettingsDep, user: UserDep) -> DeletionView:
     """Delete the document with its readings, checkpoints, feedback, stored file and page images (its owner or
     an admin). 409 while one of its readings is queued or running; feedback copied into a training run stays."""
-    return out(DeletionOut, document_deletion.delete_document(settings, document_id, user=user))
+    return document_deletion.delete_document(settings, document_id, user=user)
 
 
 @router.get(
@@ -109,85 +105,81 @@ def get_page_image(
 
 
 @router.post("/documents/{document_id}/readings", status_code=status.HTTP_201_CREATED)
-def ask(document_id: int, body: AskIn, settings: SettingsDep, user: UserDep) -> ReadingOut:
+def ask(document_id: int, body: AskIn, settings: SettingsDep, user: UserDep) -> ReadingView:
     (reading,) = readings.ask(settings, document_id, [body.question], body.chunk_tokens, body.memory_tokens, user=user)
-    return out(ReadingOut, reading)
+    return reading
 
 
 @router.get("/documents/{document_id}/readings")
-def list_readings(document_id: int, settings: SettingsDep, user: UserDep) -> list[ReadingOut]:
-    return [out(ReadingOut, r) for r in readings.document_readings(settings, document_id, user=user)]
+def list_readings(document_id: int, settings: SettingsDep, user: UserDep) -> list[ReadingView]:
+    return readings.document_readings(settings, document_id, user=user)
 
 
 @router.get("/readings/{reading_id}")
-def get_reading(reading_id: int, settings: SettingsDep, user: UserDep) -> ReadingOut:
-    return out(ReadingOut, readings.show(settings, reading_id, user=user))
+def get_reading(reading_id: int, settings: SettingsDep, user: UserDep) -> ReadingView:
+    return readings.show(settings, reading_id, user=user)
 
 
 @router.get("/readings/{reading_id}/checkpoints")
 def get_checkpoints(reading_id: int, settings: SettingsDep, user: UserDep, with_chunks: bool = False) -> CheckpointsOut:
     """Every checkpoint of the reading, step by step; `with_chunks=true` adds the text of the chunk each read."""
     r = readings.show(settings, reading_id, with_chunks=with_chunks, user=user)
-    return CheckpointsOut(reading_id=r.id, checkpoints=[out(CheckpointOut, c) for c in r.checkpoints])
+    return CheckpointsOut(reading_id=r.id, checkpoints=r.checkpoints)
 
 
 @router.get("/readings/{reading_id}/checkpoints/{step}")
-def get_step(reading_id: int, step: int, settings: SettingsDep, user: UserDep) -> StepOut:
+def get_step(reading_id: int, step: int, settings: SettingsDep, user: UserDep) -> StepView:
     """One step with the text of its chunk and the memory before it: a timeline loads steps one at a time."""
-    return out(StepOut, readings.step(settings, reading_id, step, user=user))
+    return readings.step(settings, reading_id, step, user=user)
 
 
 @router.get("/readings/{reading_id}/provenance")
-def get_provenance(reading_id: int, settings: SettingsDep, user: UserDep) -> list[SourceOut]:
+def get_provenance(reading_id: int, settings: SettingsDep, user: UserDep) -> list[SourceView]:
     """For each sentence of the final memory and of the answer: the step where it entered the memory,
     that step's pages, and the passage of its chunk that matches it best."""
-    return [out(SourceOut, x) for x in provenance.provenance(settings, reading_id, user=user)]
+    return provenance.provenance(settings, reading_id, user=user)
 
 
 @router.post("/readings/{reading_id}/branches", status_code=status.HTTP_201_CREATED)
-def edit(reading_id: int, body: EditIn, settings: SettingsDep, user: UserDep) -> ReadingOut:
+def edit(reading_id: int, body: EditIn, settings: SettingsDep, user: UserDep) -> ReadingView:
     """Edit the memory at a step and resume from it: returns the new branch (queued), which shares the
     reading's earlier steps, has the edited memory as that step and reads on from the next chunk. The
     original reading never changes; editing the last step only re-answers."""
-    return out(
-        ReadingOut,
-        readings.edit(settings, reading_id, body.step, body.memory, edited_by=f"api:{user.username}", user=user),
-    )
+    return readings.edit(settings, reading_id, body.step, body.memory, edited_by=f"api:{user.username}", user=user)
 
 
 @router.get("/readings/{reading_id}/branches")
-def list_branches(reading_id: int, settings: SettingsDep, user: UserDep) -> list[ReadingOut]:
+def list_branches(reading_id: int, settings: SettingsDep, user: UserDep) -> list[ReadingView]:
     """Every branch made from the reading and from its branches (a tree: follow `parent_reading_id`), by id."""
-    return [out(ReadingOut, r) for r in readings.branches(settings, reading_id, user=user)]
+    return readings.branches(settings, reading_id, user=user)
 
 
 @router.post("/readings/{reading_id}/cancel")
-def cancel(reading_id: int, settings: SettingsDep, user: UserDep) -> ReadingOut:
-    return out(ReadingOut, readings.cancel(settings, reading_id, user=user))
+def cancel(reading_id: int, settings: SettingsDep, user: UserDep) -> ReadingView:
+    return readings.cancel(settings, reading_id, user=user)
 
 
 @router.post("/readings/{reading_id}/retry")
-def retry(reading_id: int, settings: SettingsDep, user: UserDep) -> ReadingOut:
-    return out(ReadingOut, readings.retry(settings, reading_id, user=user))
+def retry(reading_id: int, settings: SettingsDep, user: UserDep) -> ReadingView:
+    return readings.retry(settings, reading_id, user=user)
 
 
 @router.post("/readings/{reading_id}/feedback", status_code=status.HTTP_201_CREATED)
-def add_feedback(reading_id: int, body: FeedbackIn, settings: SettingsDep, user: UserDep) -> FeedbackOut:
+def add_feedback(reading_id: int, body: FeedbackIn, settings: SettingsDep, user: UserDep) -> FeedbackView:
     """Judge a finished reading's answer; a later verdict on the same reading is added, and the latest counts."""
-    return out(FeedbackOut, feedback.add_feedback(settings, reading_id, body.verdict, body.corrected_answer,
-                                                  body.comment, user=user))  # fmt: skip
+    return feedback.add_feedback(settings, reading_id, body.verdict, body.corrected_answer, body.comment, user=user)
 
 
 @router.get("/readings/{reading_id}/feedback")
-def list_reading_feedback(reading_id: int, settings: SettingsDep, user: UserDep) -> list[FeedbackOut]:
+def list_reading_feedback(reading_id: int, settings: SettingsDep, user: UserDep) -> list[FeedbackView]:
     """Every verdict on the reading, newest first."""
-    return [out(FeedbackOut, f) for f in feedback.reading_feedback(settings, reading_id, user=user)]
+    return feedback.reading_feedback(settings, reading_id, user=user)
 
 
 @router.get("/documents/{document_id}/feedback")
-def list_document_feedback(document_id: int, settings: SettingsDep, user: UserDep) -> list[FeedbackOut]:
+def list_document_feedback(document_id: int, settings: SettingsDep, user: UserDep) -> list[FeedbackView]:
     """Every verdict on the document's readings, newest first."""
-    return [out(FeedbackOut, f) for f in feedback.document_feedback(settings, document_id, user=user)]
+    return feedback.document_feedback(settings, document_id, user=user)
 
 
 @router.get(

@@ -1,13 +1,14 @@
-"""Pydantic models of what the API takes and returns: pure data. Every figure in them (progress,
-ETA, estimates) is computed by the services (app/services/views.py); the routes copy the
-services' views into these with `out(Model, view)`."""
+"""Pydantic models of what the API takes, and of what it returns where no service view says it: pure data.
+Every figure (progress, ETA, estimates) is computed by the services (app/services/views.py); a route
+returns a service's view as it is (one definition of each: ReadingView, DocumentView, RunView, ReviewView...),
+and builds a model here only where the answer is not one view."""
 
 from __future__ import annotations
 
-from datetime import date, datetime
-from typing import Any, Literal, TypeVar
+from datetime import datetime
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from app.services.feedback import MAX_ANSWER_CHARS, MAX_COMMENT_CHARS
 from app.services.readings import (
@@ -18,157 +19,14 @@ from app.services.readings import (
     MIN_CHUNK_TOKENS,
     MIN_MEMORY_TOKENS,
 )
-from app.services.training_runs import RunParams
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def out(model: type[M], view: object) -> M:
-    """The schema `model` filled from a service's view (a dataclass), nested views included."""
-    return model.model_validate(view, from_attributes=True)
-
-
-class ReadingEstimateOut(_Out):
-    """How long questions would take to read the whole document on the active engine: n questions asked
-    together, n * per_question_s + ceil(n / shared_by) * shared_s, plus start_s when given."""
-
-    chunks: int
-    seconds: float | None = Field(description="one question read alone; None when there is no speed figure")
-    engine: str
-    chunk_tokens: int
-    memory_tokens: int
-    basis: str
-    per_question_s: float | None = Field(description="what each question of a pass adds (its prompts)")
-    shared_s: float | None = Field(description="what up to `shared_by` questions of a pass share (the writing)")
-    shared_by: int
-    start_s: float | None = Field(description="the model's start first: no worker has it up (None: it is up)")
-
-
-class PageOut(_Out):
-    page: int = Field(description="1-based number, as in a checkpoint's first_page/last_page")
-    start: int = Field(description="character offset in the document's text where it starts")
-    label: str = Field(description="printed page label (PDF) or the section's heading")
-
-
-class DocumentOut(_Out):
-    id: int
-    title: str
-    filename: str | None
-    format: str
-    status: str
-    error: str | None
-    size_bytes: int
-    pages: int = Field(description="number of pages (PDF) or sections (other formats)")
-    page_unit: str = Field(description="`page` for PDF, `section` (a heading and what follows) otherwise")
-    char_count: int
-    token_count: int | None
-    estimate: ReadingEstimateOut | None = None
-    page_map: list[PageOut] | None = Field(None, description="on single-document responses only")
-    created_at: datetime
-
-
-class DeletionOut(_Out):
-    """What deleting a document removed."""
-
-    document_id: int
-    title: str
-    status: str = Field(description="the document's status when it was deleted (ready, failed, ...)")
-    readings: int
-    checkpoints: int
-    feedback: int
-    file_removed: bool = Field(description="False when another document shares the stored file (same bytes)")
+from app.services.training_runs import DataSelection, FeedbackRow, RunParams, RunView
+from app.services.views import CheckpointView
 
 
 class AskIn(BaseModel):
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     chunk_tokens: int | None = Field(None, ge=MIN_CHUNK_TOKENS, le=MAX_CHUNK_TOKENS)
     memory_tokens: int | None = Field(None, ge=MIN_MEMORY_TOKENS, le=MAX_MEMORY_TOKENS)
-
-
-class CheckpointOut(_Out):
-    step: int
-    memory: str
-    start_char: int
-    end_char: int
-    first_page: int
-    last_page: int
-    origin: str = Field(description="`agent`, or `edited` for a memory a person wrote (a branch's first step)")
-    edited_by: str | None = Field(None, description="for an edited memory: who edited it")
-    prompt_tokens: int
-    completion_tokens: int
-    seconds: float
-    chunk: str | None = Field(None, description="the chunk's text, on request (`with_chunks=true`)")
-
-
-class Progress(_Out):
-    """Where a reading is, and where its time went: reading (the agent at work) apart from waiting
-    (in the queue, for the model to start, for a worker after its worker died)."""
-
-    step: int
-    total: int | None
-    elapsed_s: float | None = Field(description="wall time since the question was asked (reading + waiting)")
-    reading_s: float | None = Field(
-        None, description="time the agent spent reading: every step's own seconds, the answer and the step under way"
-    )
-    waiting_s: float | None = Field(None, description="the rest of elapsed_s: queued, or waiting for a worker")
-    eta_s: float | None = Field(description="time left at the reading's own pace; None while it waits")
-    stalled: bool = Field(False, description="running, but its worker stopped beating: it waits for a worker")
-
-
-class ReadingOut(_Out):
-    id: int
-    document_id: int
-    question: str
-    status: str
-    answer: str | None
-    final_output: str | None
-    error: str | None
-    model: str
-    chunk_tokens: int
-    memory_tokens: int
-    template_set: str
-    memory_policy: str = Field(description="generative: the model rewrites its memory; extractive: sentences kept")
-    created_at: datetime | None
-    parent_reading_id: int | None = Field(None, description="a branch: the reading it was made from")
-    branched_at_step: int | None = Field(None, description="a branch: the step whose memory was edited")
-    progress: Progress
-    checkpoints: list[CheckpointOut]
-
-
-class StepOut(_Out):
-    """One step of a reading's timeline with its chunk's text, and the memory before it."""
-
-    reading_id: int
-    steps: int = Field(description="steps in the reading's timeline (a branch's shared steps included)")
-    checkpoint: CheckpointOut
-    previous_memory: str | None = Field(description="the memory at the step before; None at step 1")
-
-
-class SourceOut(_Out):
-    """Where one sentence of the final memory or of the answer came from."""
-
-    part: Literal["memory", "answer"]
-    sentence: str
-    via: str | None = Field(
-        description="for a sentence of the answer, the sentence of the final memory it "
-        "was answered from (its passage is that sentence's)"
-    )
-    step: int | None = Field(description="the step where it entered the memory and stayed; None: no memory held it")
-    origin: str | None = Field(description="`agent`, or `edited`: a person wrote the memory at that step")
-    first_page: int | None
-    last_page: int | None
-    page: int | None = Field(description="the page (or section) the passage starts on")
-    passage_start: int | None = Field(
-        description="the best-matching passage of that step's chunk: character offsets in the document's text"
-    )
-    passage_end: int | None
-    passage: str | None
-    score: float = Field(description="share of the sentence's words found in the passage")
 
 
 class EditIn(BaseModel):
@@ -178,9 +36,9 @@ class EditIn(BaseModel):
     memory: str = Field(min_length=1, max_length=MAX_MEMORY_CHARS)
 
 
-class CheckpointsOut(_Out):
+class CheckpointsOut(BaseModel):
     reading_id: int
-    checkpoints: list[CheckpointOut]
+    checkpoints: list[CheckpointView]
 
 
 class FeedbackIn(BaseModel):
@@ -193,19 +51,7 @@ class FeedbackIn(BaseModel):
     comment: str | None = Field(None, max_length=MAX_COMMENT_CHARS)
 
 
-class FeedbackOut(_Out):
-    id: int
-    reading_id: int
-    document_id: int
-    question: str
-    answer: str | None = Field(description="the model's answer that was judged")
-    verdict: str
-    corrected_answer: str | None
-    comment: str | None
-    created_at: datetime
-
-
-class HealthOut(_Out):
+class HealthOut(BaseModel):
     """Whether any worker is alive and how its model is: the page's status line."""
 
     workers: int = Field(description="workers whose heartbeat is fresh")
@@ -219,23 +65,8 @@ class HealthOut(_Out):
 # --- training runs and model versions (admins; app/api/training.py) ---------------------------------
 
 
-class SelectionIn(BaseModel):
-    """What a run trains on (app/services/training_runs DataSelection). A reader's feedback is used
-    only when an admin includes it."""
-
-    include_feedback: bool = False
-    feedback_since: date | None = Field(None, description="only feedback given on or after this day (UTC)")
-    feedback_ids: list[int] | None = Field(
-        None, description="only these feedback rows; None: every one the date admits"
-    )
-    contracts: bool = Field(False, description="the training split of the shared contracts' expert QA")
-    qa_files: list[str] = Field([], description="QA JSON Lines files on the server (GET /api/training/data)")
-    synthetic_kinds: list[str] = Field(["single-needle"], description="synthetic task kinds; [] for none")
-    lengths: list[int] = Field([1024], description="synthetic documents' lengths in tokens, shortest first")
-
-
 class EstimateIn(BaseModel):
-    selection: SelectionIn = SelectionIn()
+    selection: DataSelection = DataSelection()
     #: the main hyperparameters, each the TrainConfig field of the same name (its help text is in
     #: GET /api/training/data `field_help`); `extra` sets any other TrainConfig field
     params: RunParams = RunParams()
@@ -248,93 +79,45 @@ class RunIn(EstimateIn):
     )
 
 
-class EstimateOut(_Out):
+class EstimateOut(BaseModel):
     seconds: float
     basis: str = Field(description="where the figure comes from (a finished run's pace, or the built-in figure)")
 
 
-class FeedbackRowOut(_Out):
-    id: int
-    reading_id: int
-    document_id: int
-    document_title: str
-    username: str
-    verdict: str
-    question: str
-    answer: str | None = Field(description="the model's")
-    corrected_answer: str | None
-    created_at: datetime
-    held_out: bool = Field(description="its document is kept for evaluation, never trained on")
-
-
-class QAFileOut(_Out):
+class QAFileOut(BaseModel):
     path: str
     questions: int
 
 
-class KindOut(_Out):
+class KindOut(BaseModel):
     kind: str
     description: str
 
 
-class ContractsOut(_Out):
+class ContractsOut(BaseModel):
     documents: int = Field(description="training documents")
     questions: int = Field(description="training questions")
     held_out_documents: int
 
 
-class DataOverviewOut(_Out):
-    feedback: list[FeedbackRowOut]
+class DataOverviewOut(BaseModel):
+    feedback: list[FeedbackRow]
     qa_files: list[QAFileOut]
     synthetic_kinds: list[KindOut]
     contracts: ContractsOut
     field_help: dict[str, str] = Field(description="each RunParams field's help text (the form's hyperparameters)")
 
 
-class SampleOut(_Out):
-    source: str = Field(description="feedback | contracts | qa | synthetic")
-    question: str
-    answers: list[str]
-    doc_tokens: int
-    excerpt: str = Field(description="the document's first characters")
-
-
-class RunOut(_Out):
-    id: int
-    name: str
-    status: str = Field(description="queued | running | cancelling | cancelled | failed | done")
-    created_by: str | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    step: int
-    total_steps: int
-    eta_s: float | None
-    queue_position: int | None = Field(description="1 for the next run to start; None unless queued")
-    attempts: int
-    error: str | None
-    start_version: str = Field(
-        description="what it trains from: a version's name, else `MODEL + adapter ADAPTER` or `base MODEL`"
-    )
-    version_id: int | None = Field(description="the model version it was promoted to")
-    evaluation: dict[str, Any] | None = Field(description="status, and the baseline's and this run's summary rows")
-    config: dict[str, Any]
-    selection: dict[str, Any]
-    run_dir: str
-    resumable: bool
-    estimate_s: float | None
-
-
-class RunDetailOut(_Out):
+class RunDetailOut(BaseModel):
     """A run as its page shows it: the run, every metrics row, the latest sample rollouts, the log's tail."""
 
-    run: RunOut
+    run: RunView
     metrics: list[dict[str, Any]] = Field(description="metrics.jsonl: step, phase, reward, accuracy, loss, kl, …")
     samples: list[dict[str, Any]] = Field(description="question, gold, each step's memory, answer, reward")
     log: str
 
 
-class ModelVersionOut(_Out):
+class ModelVersionOut(BaseModel):
     id: int
     name: str
     base_model: str
@@ -356,29 +139,3 @@ class ModelVersionOut(_Out):
 class ReviewIn(BaseModel):
     chunk_tokens: int | None = Field(None, ge=MIN_CHUNK_TOKENS, le=MAX_CHUNK_TOKENS)
     memory_tokens: int | None = Field(None, ge=MIN_MEMORY_TOKENS, le=MAX_MEMORY_TOKENS)
-
-
-class ReviewRowOut(_Out):
-    category: str
-    kind: Literal["extract", "yes-no"]
-    reading_id: int
-    status: str
-    answer: str | None
-    step: int | None = Field(description="the step whose memory first held the answer; None: no evidence found")
-    first_page: int | None = Field(description="the page (PDF) or section where the evidence passage starts")
-    last_page: int | None
-    passage_start: int | None = Field(description="the evidence passage: character offsets in the document text")
-    passage_end: int | None
-    passage: str | None
-
-
-class ReviewOut(_Out):
-    """A contract review: one row a CUAD category, in one pass over the document."""
-
-    id: int
-    document_id: int
-    document_title: str
-    page_unit: str
-    created_at: datetime | None
-    done: bool
-    rows: list[ReviewRowOut]

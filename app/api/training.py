@@ -16,30 +16,18 @@ from app.api.schemas import (
     DataOverviewOut,
     EstimateIn,
     EstimateOut,
-    FeedbackRowOut,
     KindOut,
     ModelVersionOut,
     QAFileOut,
     RunDetailOut,
     RunIn,
-    RunOut,
-    SampleOut,
-    SelectionIn,
-    out,
 )
 from app.db import session_scope
 from app.services import registry, training_runs
 from app.services.models import activate_version
-from app.services.training_runs import DataSelection
+from app.services.training_runs import DataSelection, RunView, SamplePreview
 
 router = APIRouter(prefix="/api")
-
-
-def selection_of(body: SelectionIn) -> DataSelection:
-    s = body.model_dump()
-    return DataSelection(**{**s, "feedback_ids": None if s["feedback_ids"] is None else tuple(s["feedback_ids"]),
-                            "qa_files": tuple(s["qa_files"]), "synthetic_kinds": tuple(s["synthetic_kinds"]),
-                            "lengths": tuple(s["lengths"])})  # fmt: skip
 
 
 @router.get("/training/data")
@@ -48,7 +36,7 @@ def training_data(settings: SettingsDep, admin: AdminDep) -> DataOverviewOut:
     offer, the contracts' split, and the help text of every hyperparameter."""
     d = training_runs.data_overview(settings, user=admin)
     return DataOverviewOut(
-        feedback=[out(FeedbackRowOut, f) for f in d.feedback],
+        feedback=d.feedback,
         qa_files=[QAFileOut(path=p, questions=n) for p, n in d.qa_files],
         synthetic_kinds=[KindOut(kind=k, description=text) for k, text in d.synthetic_kinds],
         contracts=ContractsOut(documents=d.contracts[0], questions=d.contracts[1], held_out_documents=d.contracts[2]),
@@ -58,38 +46,35 @@ def training_data(settings: SettingsDep, admin: AdminDep) -> DataOverviewOut:
 
 @router.post("/training/preview")
 def preview(
-    body: SelectionIn, settings: SettingsDep, admin: AdminDep, n: Annotated[int, Query(ge=1, le=50)] = 5
-) -> list[SampleOut]:
+    body: DataSelection, settings: SettingsDep, admin: AdminDep, n: Annotated[int, Query(ge=1, le=50)] = 5
+) -> list[SamplePreview]:
     """A few of the training samples the selection makes."""
-    return [out(SampleOut, x) for x in training_runs.preview_samples(settings, selection_of(body), n, user=admin)]
+    return training_runs.preview_samples(settings, body, n, user=admin)
 
 
 @router.post("/training/estimate")
 def estimate(body: EstimateIn, settings: SettingsDep, admin: AdminDep) -> EstimateOut:
     """How long the run would take on this deployment."""
-    seconds, basis = training_runs.estimate_seconds(settings, selection_of(body.selection), body.params)
+    seconds, basis = training_runs.estimate_seconds(settings, body.selection, body.params)
     return EstimateOut(seconds=seconds, basis=basis)
 
 
 @router.get("/training/runs")
-def list_runs(settings: SettingsDep, admin: AdminDep) -> list[RunOut]:
+def list_runs(settings: SettingsDep, admin: AdminDep) -> list[RunView]:
     """Every run, newest first."""
-    return [out(RunOut, r) for r in training_runs.list_runs(settings, user=admin)]
+    return training_runs.list_runs(settings, user=admin)
 
 
 @router.post("/training/runs", status_code=status.HTTP_201_CREATED)
-def start_run(body: RunIn, settings: SettingsDep, admin: AdminDep) -> RunOut:
+def start_run(body: RunIn, settings: SettingsDep, admin: AdminDep) -> RunView:
     """Queue a run on the `training` queue; 422 names the field to change."""
-    return out(
-        RunOut,
-        training_runs.start_run(
-            settings,
-            selection_of(body.selection),
-            body.params,
-            name=body.name,
-            start_version_id=body.start_version_id or None,
-            user=admin,
-        ),
+    return training_runs.start_run(
+        settings,
+        body.selection,
+        body.params,
+        name=body.name,
+        start_version_id=body.start_version_id or None,
+        user=admin,
     )
 
 
@@ -103,7 +88,7 @@ def get_run(
 ) -> RunDetailOut:
     """The run, every metrics row, its latest `samples` rollouts and its log's last `log_lines` lines."""
     return RunDetailOut(
-        run=out(RunOut, training_runs.get_run(settings, run_id, user=admin)),
+        run=training_runs.get_run(settings, run_id, user=admin),
         metrics=training_runs.run_metrics(settings, run_id, user=admin),
         samples=training_runs.run_samples(settings, run_id, samples, user=admin),
         log=training_runs.run_log(settings, run_id, log_lines, user=admin),
@@ -111,21 +96,21 @@ def get_run(
 
 
 @router.post("/training/runs/{run_id}/cancel")
-def cancel_run(run_id: int, settings: SettingsDep, admin: AdminDep) -> RunOut:
+def cancel_run(run_id: int, settings: SettingsDep, admin: AdminDep) -> RunView:
     """A queued run is cancelled at once; a running one saves a checkpoint, then stops (`cancelling`)."""
-    return out(RunOut, training_runs.cancel_run(settings, run_id, user=admin))
+    return training_runs.cancel_run(settings, run_id, user=admin)
 
 
 @router.post("/training/runs/{run_id}/resume")
-def resume_run(run_id: int, settings: SettingsDep, admin: AdminDep) -> RunOut:
+def resume_run(run_id: int, settings: SettingsDep, admin: AdminDep) -> RunView:
     """A cancelled or failed run is queued again and continues from its last checkpoint."""
-    return out(RunOut, training_runs.resume_run(settings, run_id, user=admin))
+    return training_runs.resume_run(settings, run_id, user=admin)
 
 
 @router.post("/training/runs/{run_id}/evaluate")
-def evaluate_run(run_id: int, settings: SettingsDep, admin: AdminDep) -> RunOut:
+def evaluate_run(run_id: int, settings: SettingsDep, admin: AdminDep) -> RunView:
     """Queue the evaluation of a finished run beside the active version, on the same held-out sets."""
-    return out(RunOut, training_runs.evaluate_run(settings, run_id, user=admin))
+    return training_runs.evaluate_run(settings, run_id, user=admin)
 
 
 @router.post("/training/runs/{run_id}/promote")

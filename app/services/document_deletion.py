@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
+from typing import Annotated
 
+from pydantic import Field
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
@@ -35,12 +37,14 @@ class DeletionView:
 
     document_id: int
     title: str
-    status: str
+    status: Annotated[str, Field(description="the document's status when it was deleted (ready, failed, ...)")]
     readings: int
     checkpoints: int
     feedback: int
     #: the stored file went too (False: another document has the same bytes, or it was already gone)
-    file_removed: bool = False
+    file_removed: Annotated[
+        bool, Field(description="False when another document shares the stored file (same bytes)")
+    ] = False
 
 
 def _counts(s: Session, doc: Document) -> DeletionView:

@@ -19,7 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Annotated
 
+from pydantic import Field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -48,8 +50,7 @@ class FeedbackView:
     reading_id: int
     document_id: int
     question: str
-    #: the model's answer that was judged
-    answer: str | None
+    answer: Annotated[str | None, Field(description="the model's answer that was judged")]
     verdict: str
     corrected_answer: str | None
     comment: str | None

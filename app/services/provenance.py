@@ -14,6 +14,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
+from typing import Annotated, Literal
+
+from pydantic import Field
 
 from app.db import session_scope
 from app.documents.base import page_of
@@ -199,25 +202,34 @@ def answer_source(
 
 @dataclass(frozen=True)
 class SourceView:
+    """Where one sentence of the final memory or of the answer came from."""
+
     #: `memory` (a sentence of the final memory) or `answer`
-    part: str
+    part: Literal["memory", "answer"]
     sentence: str
-    #: for an answer's sentence, the sentence of the final memory it was answered from
-    via: str | None
-    #: the step where it entered the memory and stayed; None: no memory held it
-    step: int | None
-    #: who wrote the memory at that step: `agent`, or `edited` (then it came from a person, not the chunk)
-    origin: str | None
+    via: Annotated[
+        str | None,
+        Field(
+            description="for a sentence of the answer, the sentence of the final memory it "
+            "was answered from (its passage is that sentence's)"
+        ),
+    ]
+    step: Annotated[
+        int | None, Field(description="the step where it entered the memory and stayed; None: no memory held it")
+    ]
+    #: (`edited`: then it came from a person, not the chunk)
+    origin: Annotated[str | None, Field(description="`agent`, or `edited`: a person wrote the memory at that step")]
     first_page: int | None
     last_page: int | None
-    #: the page (or section) the passage starts on
-    page: int | None
-    #: the best-matching passage of that step's chunk: character offsets in the document, its text, and
-    #: the share of the sentence's words it holds
-    passage_start: int | None
+    page: Annotated[int | None, Field(description="the page (or section) the passage starts on")]
+    #: its text, and the share of the sentence's words it holds
+    passage_start: Annotated[
+        int | None,
+        Field(description="the best-matching passage of that step's chunk: character offsets in the document's text"),
+    ]
     passage_end: int | None
     passage: str | None
-    score: float
+    score: Annotated[float, Field(description="share of the sentence's words found in the passage")]
 
 
 def provenance(settings: Settings, reading_id: int, *, user: UserView | None = None) -> list[SourceView]:

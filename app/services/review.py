@@ -1,4 +1,4 @@
-"""Contract review: every CUAD category asked of a document in one pass (training/tasks/cuad_questions.py),
+"""Contract review: every CUAD category asked of a document in one pass (inference/contract_review.py),
 kept with the document as a `Review` that groups the pass's readings, and shown as a checklist table:
 category, answer, the page(s) where its evidence entered the memory and the passage there.
 
@@ -14,7 +14,9 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Annotated
 
+from pydantic import Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
@@ -28,8 +30,7 @@ from app.services.provenance import answer_source
 from app.services.readings import ReadingError, create_readings
 from app.services.users import UserView, can_see, resolve_actor
 from app.settings import Settings
-from training.tasks.cuad_questions import REVIEW_QUESTIONS, YES_NO
-from training.verifier import first_yes_no
+from inference.contract_review import REVIEW_QUESTIONS, YES_NO, Kind, first_yes_no
 
 #: the answer filters the UI offers (and `filtered` takes)
 FILTERS = ("All", "Yes", "No", "Found", "Not found")
@@ -39,17 +40,21 @@ FILTERS = ("All", "Yes", "No", "Found", "Not found")
 class ReviewRow:
     category: str
     #: `extract` (a value: a date, the parties) or `yes-no` (is the clause there)
-    kind: str
+    kind: Kind
     reading_id: int
     status: str
     answer: str | None
-    #: the step whose memory first held the answer (and every later one did); None: no evidence found
-    step: int | None
-    #: the page(s) the evidence passage is printed on (PDF) or the section(s) it is in; None with step None
-    first_page: int | None
+    #: (and every later one did)
+    step: Annotated[
+        int | None, Field(description="the step whose memory first held the answer; None: no evidence found")
+    ]
+    #: None with step None
+    first_page: Annotated[int | None, Field(description="the page (PDF) or section where the evidence passage starts")]
     last_page: int | None
-    #: the passage of that step's chunk that holds the evidence: character offsets in the document, its text
-    passage_start: int | None
+    #: the passage of that step's chunk that holds the evidence, and its text
+    passage_start: Annotated[
+        int | None, Field(description="the evidence passage: character offsets in the document text")
+    ]
     passage_end: int | None
     passage: str | None
 
@@ -60,6 +65,8 @@ class ReviewRow:
 
 @dataclass(frozen=True)
 class ReviewView:
+    """A contract review: one row a CUAD category, in one pass over the document."""
+
     id: int
     document_id: int
     document_title: str

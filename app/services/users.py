@@ -26,6 +26,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Annotated
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
@@ -36,6 +37,7 @@ from sqlalchemy.orm import Session
 from app.db import session_scope
 from app.models import Role, User
 from app.services.errors import NotFound
+from app.services.views import NOT_SERVED
 from app.settings import Settings
 
 LOCAL_USERNAME = "local"
@@ -76,7 +78,7 @@ class UserView:
     username: str
     role: str
     disabled: bool
-    created_at: datetime | None
+    created_at: Annotated[datetime | None, NOT_SERVED]
     #: False for `local` until it is given a password: it cannot sign in
     has_password: bool = True
 

@@ -1,8 +1,9 @@
 """What the use cases hand back: plain, detached snapshots of documents and readings, with every
 derived figure (a reading's progress and ETA, a document's reading estimate) computed here, once.
 
-The API turns them into its schemas (pure data), the UI and the CLI show them; none of them
-computes anything of its own, and nothing here touches the database after the session closes.
+The API serves them as they are (their fields' descriptions are its schema's; a field marked
+`NOT_SERVED` stays out of its JSON), the UI and the CLI show them; none of them computes anything of
+its own, and nothing here touches the database after the session closes.
 """
 
 from __future__ import annotations
@@ -12,9 +13,15 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Annotated
+
+from pydantic import Field
 
 from app.models import Checkpoint, Reading, ReadingStatus
 from app.settings import Settings
+
+#: A field the API leaves out of its JSON: the UI's and the CLI's, not part of the API's answer.
+NOT_SERVED = Field(exclude=True)
 
 
 @dataclass(frozen=True)
@@ -24,18 +31,20 @@ class ProgressView:
 
     step: int
     total: int | None
-    #: wall time since the question was asked (reading + waiting)
-    elapsed_s: float | None
-    #: time left at the reading's own pace; None while it waits
-    eta_s: float | None
-    #: time the agent spent reading: every step's own seconds, the answer and the step under way
-    reading_s: float | None = None
-    #: the rest of elapsed_s: queued, or waiting for a worker
-    waiting_s: float | None = None
-    #: running, but its worker stopped beating: it waits for a worker
-    stalled: bool = False
+    elapsed_s: Annotated[float | None, Field(description="wall time since the question was asked (reading + waiting)")]
+    eta_s: Annotated[float | None, Field(description="time left at the reading's own pace; None while it waits")]
+    reading_s: Annotated[
+        float | None,
+        Field(description="time the agent spent reading: every step's own seconds, the answer and the step under way"),
+    ] = None
+    waiting_s: Annotated[float | None, Field(description="the rest of elapsed_s: queued, or waiting for a worker")] = (
+        None
+    )
+    stalled: Annotated[bool, Field(description="running, but its worker stopped beating: it waits for a worker")] = (
+        False
+    )
     #: the chunks before this one were not read by this reading: a branch starts after its edited step
-    read_from: int = 0
+    read_from: Annotated[int, NOT_SERVED] = 0
 
 
 QUEUED = ProgressView(step=0, total=None, elapsed_s=None, eta_s=None)
@@ -76,16 +85,16 @@ class CheckpointView:
     end_char: int
     first_page: int
     last_page: int
-    #: `agent`, or `edited` for a memory a person wrote
-    origin: str
-    #: for an edited memory: who edited it
-    edited_by: str | None
+    origin: Annotated[
+        str, Field(description="`agent`, or `edited` for a memory a person wrote (a branch's first step)")
+    ]
+    edited_by: Annotated[str | None, Field(description="for an edited memory: who edited it")]
     prompt_tokens: int
     completion_tokens: int
     seconds: float
-    created_at: datetime | None
-    #: the chunk's text, when asked for (it can be long: a reading's chunks make up the whole document)
-    chunk: str | None = None
+    created_at: Annotated[datetime | None, NOT_SERVED]
+    #: it can be long: a reading's chunks make up the whole document
+    chunk: Annotated[str | None, Field(description="the chunk's text, on request (`with_chunks=true`)")] = None
 
 
 def checkpoint_view(c: Checkpoint, text: str | None = None) -> CheckpointView:
@@ -111,13 +120,15 @@ class ReadingView:
     chunk_tokens: int
     memory_tokens: int
     template_set: str
-    memory_policy: str
-    cursor: int
-    total_chunks: int | None
+    memory_policy: Annotated[
+        str, Field(description="generative: the model rewrites its memory; extractive: sentences kept")
+    ]
+    #: `progress` serves them (its step and total)
+    cursor: Annotated[int, NOT_SERVED]
+    total_chunks: Annotated[int | None, NOT_SERVED]
     created_at: datetime | None
-    #: a branch: the reading it was made from, and the step whose memory was edited
-    parent_reading_id: int | None
-    branched_at_step: int | None
+    parent_reading_id: Annotated[int | None, Field(description="a branch: the reading it was made from")]
+    branched_at_step: Annotated[int | None, Field(description="a branch: the step whose memory was edited")]
     progress: ProgressView
     #: every step as this reading sees it: a branch's shared steps (its ancestors') included
     checkpoints: list[CheckpointView]
@@ -137,23 +148,26 @@ def reading_view(r: Reading, stale_after_s: float | None = None, with_chunks: bo
 
 @dataclass(frozen=True)
 class EstimateView:
-    """How long a pass of questions would take to read the whole document on the active engine
-    (app/services/documents.py `estimate_reading`)."""
+    """How long questions would take to read the whole document on the active engine: n questions asked
+    together, n * per_question_s + ceil(n / shared_by) * shared_s, plus start_s when given."""
 
     chunks: int
-    #: one question read alone; None when there is no speed figure for the engine
-    seconds: float | None
+    seconds: Annotated[float | None, Field(description="one question read alone; None when there is no speed figure")]
     engine: str
     chunk_tokens: int
     memory_tokens: int
     basis: str
-    #: the part of `seconds` every question of a pass pays (reading its prompts; all of it when
-    #: nothing is shared) and the part `shared_by` questions share (writing, batched); None: no figure
-    per_question_s: float | None = None
-    shared_s: float | None = None
+    #: the part of `seconds` every question of a pass pays (all of it when nothing is shared) and the part
+    #: `shared_by` questions share (writing, batched); None: no figure (app/services/documents.py `estimate_reading`)
+    per_question_s: Annotated[float | None, Field(description="what each question of a pass adds (its prompts)")] = None
+    shared_s: Annotated[
+        float | None, Field(description="what up to `shared_by` questions of a pass share (the writing)")
+    ] = None
     shared_by: int = 1
-    #: seconds to start the model first: no worker has it up yet (None: it is up, or no figure)
-    start_s: float | None = None
+    #: seconds to start the model (None: it is up, or no figure)
+    start_s: Annotated[
+        float | None, Field(description="the model's start first: no worker has it up (None: it is up)")
+    ] = None
 
     def pass_seconds(self, questions: int) -> float | None:
         """Seconds for `questions` read together in one pass, the model up."""
@@ -164,12 +178,9 @@ class EstimateView:
 
 @dataclass(frozen=True)
 class PageView:
-    #: 1-based, as in a checkpoint's first_page/last_page
-    page: int
-    #: character offset in the document's text where it starts
-    start: int
-    #: printed page label (PDF) or the section's heading
-    label: str
+    page: Annotated[int, Field(description="1-based number, as in a checkpoint's first_page/last_page")]
+    start: Annotated[int, Field(description="character offset in the document's text where it starts")]
+    label: Annotated[str, Field(description="printed page label (PDF) or the section's heading")]
 
 
 @dataclass(frozen=True)
@@ -181,15 +192,13 @@ class DocumentView:
     status: str
     error: str | None
     size_bytes: int
-    #: number of pages (PDF) or sections (other formats)
-    pages: int
-    #: `page` for PDF, `section` (a heading and what follows) otherwise
-    page_unit: str
+    pages: Annotated[int, Field(description="number of pages (PDF) or sections (other formats)")]
+    page_unit: Annotated[str, Field(description="`page` for PDF, `section` (a heading and what follows) otherwise")]
     char_count: int
     token_count: int | None
-    created_at: datetime | None
+    created_at: datetime
     estimate: EstimateView | None = None
-    page_map: list[PageView] | None = None
+    page_map: Annotated[list[PageView] | None, Field(description="on single-document responses only")] = None
 
 
 @dataclass(frozen=True)
@@ -198,16 +207,15 @@ class StepView:
     the memory it wrote, and the memory before it (step k-1; None at step 1)."""
 
     reading_id: int
-    #: steps in the reading's timeline (a branch's shared steps included)
-    steps: int
+    steps: Annotated[int, Field(description="steps in the reading's timeline (a branch's shared steps included)")]
     checkpoint: CheckpointView
-    previous_memory: str | None
+    previous_memory: Annotated[str | None, Field(description="the memory at the step before; None at step 1")]
     #: `page` or `section`, and each page's label (PDF) or section's heading: where the chunk came from
-    page_unit: str
-    page_labels: list[str]
+    page_unit: Annotated[str, NOT_SERVED]
+    page_labels: Annotated[list[str], NOT_SERVED]
     #: a branch: the reading it was made from, and the step whose memory was edited
-    parent_reading_id: int | None
-    branched_at_step: int | None
+    parent_reading_id: Annotated[int | None, NOT_SERVED]
+    branched_at_step: Annotated[int | None, NOT_SERVED]
 
 
 #: words, runs of whitespace, and each punctuation mark on its own ("logged," is "logged" and ",")

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import expect
 
+from inference.contract_review import REVIEW_QUESTIONS
 from tests.browser.conftest import LiveServer, _page, _serve
 from tests.browser.uihelpers import BROKEN_WORDS, watch
 from tests.conftest import ARTIFACTS
 from training.tasks import DATA_DIR
-from training.tasks.cuad_questions import REVIEW_QUESTIONS
 
 pytestmark = pytest.mark.browser
 

@@ -17,11 +17,11 @@ from app.services import runner
 from app.services.runner import run_readings
 from app.settings import Settings
 from app.web import create_app
+from inference.contract_review import REVIEW_QUESTIONS
 from inference.models import READER
 from tests.conftest import MODEL_CACHE
 from tests.fakes import FakeEngine, activate_version_named
 from training.tasks import CONTRACTS_DIR
-from training.tasks.cuad_questions import REVIEW_QUESTIONS
 
 pytestmark = pytest.mark.integration
 

@@ -4,9 +4,9 @@ import re
 import pytest
 
 from inference.agent import AgentConfig, MemoryAgent, extract_boxed, memory_of
+from inference.contract_review import first_yes_no
 from inference.templates import MEMAGENT, NO_EVIDENCE_MEMORY, NO_MEMORY, NOT_IN_DOCUMENT, NOT_IN_DOCUMENT_NO
 from tests.fakes import FakeEngine
-from training.verifier import first_yes_no
 
 TEXT = " ".join(f"word{i}" for i in range(300))
 

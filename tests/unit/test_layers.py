@@ -1,6 +1,6 @@
 """Imports point one way: `inference` imports nothing of ours, `training` only `inference`, and `app` neither
-`benchmarks` nor `worker` (nor the tests); inside `app`, the UI never imports the API, the API's schemas are
-pure data, and the services import neither entry point."""
+`benchmarks` nor `worker` (nor the tests), and `training` only for its training features; inside `app`, the UI
+never imports the API, the API's schemas are pure data, and the services import neither entry point."""
 
 from __future__ import annotations
 
@@ -42,6 +42,29 @@ def test_top_level_packages_import_one_way(package, forbidden):
     for path in _modules(REPO / package):
         bad = {m for m in _imports(path) if m.split(".")[0] in forbidden}
         assert not bad, f"{path.relative_to(REPO)} imports {bad}"
+
+
+#: The app's training features: training runs, evaluation and the registry's metrics. Everything else of the
+#: app (reading, review, documents...) must run without `training`: what the product asks and how it reads an
+#: answer live in `inference` (inference/contract_review.py).
+TRAINING_FEATURES = (
+    "services/training_runs/",
+    "services/train_runner.py",
+    "services/evaluation.py",
+    "services/registry.py",
+    "services/bundled_versions.py",
+    "cli/training.py",
+    "cli/evaluate.py",
+    "ui/training_ui.py",
+)
+
+
+def test_only_the_training_features_of_the_app_import_training():
+    assert all((APP / f).exists() for f in TRAINING_FEATURES)  # the list names what is there
+    for path in APP.rglob("*.py"):
+        rel = path.relative_to(APP).as_posix()
+        bad = {m for m in _imports(path) if m.split(".")[0] == "training"}
+        assert not bad or rel.startswith(TRAINING_FEATURES), f"app/{rel} imports {bad}, not being a training feature"
 
 
 @pytest.mark.parametrize(("folder", "forbidden"), [("ui", "app.api"), ("services", "app.api"), ("services", "app.ui")])

@@ -25,8 +25,8 @@ from app.services.review import (
     to_markdown,
 )
 from app.ui.read_views import page_image_html
+from inference.contract_review import EXTRACT, REVIEW_QUESTIONS, YES_NO
 from training.tasks import DATA_DIR
-from training.tasks.cuad_questions import EXTRACT, REVIEW_QUESTIONS, YES_NO
 
 # Three pages: the governing-law clause on page 2, the insurance clause on page 3.
 PAGES = [

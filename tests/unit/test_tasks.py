@@ -9,6 +9,7 @@ import re
 import pytest
 
 from inference.chunking import split_into_chunks
+from inference.contract_review import normalize
 from training.tasks import (
     ABSENT,
     BOOKS_DIR,
@@ -35,7 +36,6 @@ from training.tasks import (
     synthetic_tasks,
 )
 from training.tasks.synthetic import _OPEN
-from training.verifier import normalize
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from inference.contract_review import normalize
 from training.tasks import DATA_DIR
-from training.verifier import answer_kind, exact_match, normalize, party_recall, reward, sub_em
+from training.verifier import answer_kind, exact_match, party_recall, reward, sub_em
 
 
 def test_normalize_and_the_two_rules() -> None:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
+from inference.contract_review import EXTRACT
 from training.tasks.base import (
     CONTRACTS_DIR,
     CONTRACTS_TRAIN_DIR,
@@ -19,7 +20,6 @@ from training.tasks.base import (
     count_tokens,
     trainable_contract,
 )
-from training.tasks.cuad_questions import EXTRACT
 from training.tasks.oracle import _END, _is_end, _sentence_span
 from training.verifier import US_STATES
 

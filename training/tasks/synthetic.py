@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from inference.contract_review import normalize
 from inference.templates import NOT_IN_DOCUMENT
 from training.tasks.base import (
     ABSENT,
@@ -22,7 +23,6 @@ from training.tasks.base import (
     count_tokens,
 )
 from training.tasks.books import _SENTENCE_END, _book, split_books
-from training.verifier import normalize
 
 # --- invented entities --------------------------------------------------------------------------
 _ONSETS = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "gr", "kr", "th")

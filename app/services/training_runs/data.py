@@ -24,6 +24,7 @@ from app.services.training_runs.shared import (
 )
 from app.services.users import UserView
 from app.settings import Settings
+from inference.contract_review import EXTRACT
 from training.tasks import (
     CONTRACTS_TRAIN_DIR,
     NOT_FOR_TRAINING,
@@ -37,7 +38,6 @@ from training.tasks import (
     synthetic_tasks,
     trainable_contract,
 )
-from training.tasks.cuad_questions import EXTRACT
 
 #: documents of the synthetic tasks are at least this long: room for the planted facts and their distractors
 MIN_LENGTH, MAX_LENGTH = 256, 1_048_576

@@ -6,8 +6,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
 from sqlalchemy.orm import Session
 
 from app.models import RunStatus, TrainingRun
@@ -30,18 +31,25 @@ class DataSelection:
 
     #: use collected feedback at all
     include_feedback: bool = False
-    #: only feedback given on or after this day (UTC); None: all
-    feedback_since: date | None = None
-    #: only these feedback rows' readings (ids from `data_overview`); None: every one the date admits
-    feedback_ids: tuple[int, ...] | None = None
-    #: the training split of the shared contracts' expert QA
-    contracts: bool = False
-    #: question/answer JSON Lines files on the server ({document, question, answers})
-    qa_files: tuple[str, ...] = ()
-    #: synthetic RULER-style task kinds (training/config.py Kind); () for none
-    synthetic_kinds: tuple[str, ...] = ("single-needle",)
-    #: document lengths in tokens of the synthetic tasks, shortest first (a curriculum over the run)
-    lengths: tuple[int, ...] = (1024,)
+    #: None: all
+    feedback_since: Annotated[date | None, Field(description="only feedback given on or after this day (UTC)")] = None
+    #: ids from `data_overview`
+    feedback_ids: Annotated[
+        tuple[int, ...] | None, Field(description="only these feedback rows; None: every one the date admits")
+    ] = None
+    contracts: Annotated[bool, Field(description="the training split of the shared contracts' expert QA")] = False
+    #: each line {document, question, answers}
+    qa_files: Annotated[
+        tuple[str, ...], Field(description="QA JSON Lines files on the server (GET /api/training/data)")
+    ] = ()
+    #: RULER-style (training/config.py Kind)
+    synthetic_kinds: Annotated[tuple[str, ...], Field(description="synthetic task kinds; [] for none")] = (
+        "single-needle",
+    )
+    #: a curriculum over the run
+    lengths: Annotated[tuple[int, ...], Field(description="synthetic documents' lengths in tokens, shortest first")] = (
+        1024,
+    )
 
 
 @dataclass(frozen=True)
@@ -53,11 +61,11 @@ class FeedbackRow:
     username: str  # the document's owner, who gave the verdict
     verdict: str  # correct | incorrect
     question: str
-    answer: str | None  # the model's
+    answer: Annotated[str | None, Field(description="the model's")]
     corrected_answer: str | None
     created_at: datetime
-    #: True when its document falls in the held-out part (kept for evaluation, never trained on)
-    held_out: bool
+    #: True when its document falls in the held-out part (`held_out`)
+    held_out: Annotated[bool, Field(description="its document is kept for evaluation, never trained on")]
 
 
 @dataclass(frozen=True)
@@ -73,19 +81,18 @@ class DataOverview:
 
 @dataclass(frozen=True)
 class SamplePreview:
-    source: str  # feedback | contracts | qa | synthetic
+    source: Annotated[str, Field(description="feedback | contracts | qa | synthetic")]
     question: str
     answers: tuple[str, ...]
     doc_tokens: int
-    #: the document's first characters
-    excerpt: str
+    excerpt: Annotated[str, Field(description="the document's first characters")]
 
 
 @dataclass(frozen=True)
 class RunView:
     id: int
     name: str
-    status: str  # one of STATUSES
+    status: Annotated[str, Field(description="queued | running | cancelling | cancelled | failed | done")]
     created_by: str | None
     created_at: datetime
     started_at: datetime | None
@@ -94,14 +101,19 @@ class RunView:
     total_steps: int
     #: seconds left at the run's own pace (None before the first step or when not running)
     eta_s: float | None
-    #: 1 for the next run to start, … (None unless queued)
-    queue_position: int | None
+    queue_position: Annotated[int | None, Field(description="1 for the next run to start; None unless queued")]
     attempts: int
     error: str | None
-    start_version: str  # what it trains from, as `start_label` says it
-    version_id: int | None  # set once promoted
+    #: as `start_label` says it
+    start_version: Annotated[
+        str,
+        Field(description="what it trains from: a version's name, else `MODEL + adapter ADAPTER` or `base MODEL`"),
+    ]
+    version_id: Annotated[int | None, Field(description="the model version it was promoted to")]
     #: RunStatus of its evaluation and both sides' summary rows (see TrainingRun.evaluation)
-    evaluation: dict[str, Any] | None
+    evaluation: Annotated[
+        dict[str, Any] | None, Field(description="status, and the baseline's and this run's summary rows")
+    ]
     config: dict[str, Any]
     selection: dict[str, Any]
     run_dir: str

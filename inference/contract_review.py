@@ -1,4 +1,8 @@
-"""The 41 questions of a contract review (CUAD v1's categories), asked of a document together in one pass.
+"""What a contract review asks and how an answer is read: CUAD v1's 41 categories with their questions, and
+`normalize` and `first_yes_no`, the reading of an answer that the review's table and filters (app/), the training
+reward and the evaluation (training/verifier.py) share, so that the product and the scores read an answer alike.
+Here in `inference`, which imports nothing of ours, because both the app and training import it. (Dates are read
+by meaning in inference/dates.py, which the agent shares with the verifier; the review reads none.)
 
 The 8 value questions are those of ../shared/data/contracts/cases.json (the held-out suite's wording); the 33 clause
 questions are those of ../shared/data/contracts-train/cases.jsonl, which carry CUAD's own category descriptions, less
@@ -8,6 +12,9 @@ no shared data folder. tests/unit/test_review.py checks them against the data fi
 
 from __future__ import annotations
 
+import re
+import string
+import unicodedata
 from typing import Literal
 
 Kind = Literal["extract", "yes-no"]
@@ -208,3 +215,33 @@ REVIEW_QUESTIONS: tuple[tuple[str, Kind, str], ...] = (
         "enforce its rights against a contracting party?)? Answer yes or no.",
     ),
 )
+
+
+# --- reading an answer ------------------------------------------------------------------------------
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation + "“”‘’«»–—")
+_MARKS = str.maketrans("", "", "™®©")  # before NFKC, which spells ™ as "TM"
+_SEPARATORS = re.compile(r";|,(?!\d)")  # not the comma of 1,000
+
+
+def normalize(text: str) -> str:
+    """Lower case, NFKC, no accents, no punctuation, no articles, single spaces (SQuAD-style).
+
+    >>> normalize("  The  State of New-York!  "), normalize("BioNutrients™ Ltd.;Onse"), normalize("Aéreas 1,000")
+    ('state of newyork', 'bionutrients ltd onse', 'aereas 1000')
+    """
+    text = text.replace("\\boxed{", " ")  # an answer cut off before its closing brace: its words, not "boxedacme"
+    text = unicodedata.normalize("NFKD", text.translate(_MARKS)).lower()
+    text = unicodedata.normalize("NFKC", "".join(c for c in text if not unicodedata.combining(c)))
+    text = _SEPARATORS.sub(" ", text).translate(_PUNCT)  # "Ltd.;Onse", "Columbia,Canada": two words
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def first_yes_no(answer: str) -> str | None:
+    """The first "yes" or "no" said: how a clause question's answer is read, by the review and the verifier.
+
+    >>> first_yes_no("No. Yes, it is assignable"), first_yes_no("The document does not say.")
+    ('no', None)
+    """
+    m = re.search(r"\b(yes|no)\b", normalize(answer))
+    return m[1] if m else None
