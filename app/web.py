@@ -34,7 +34,7 @@ from app.ui.read_views import UPLOAD_HEADROOM
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 
-def _detail_response(status_code: int):  # noqa: ANN202 - a Starlette exception handler
+def _detail_response(status_code: int):
     async def handler(_req: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=status_code)
 

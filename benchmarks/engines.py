@@ -56,7 +56,7 @@ QUESTIONS = [
 ]
 
 
-def make_prompts(tokenizer, n: int, prompt_tokens: int, template_set: str = "memagent") -> list[str]:  # noqa: ANN001
+def make_prompts(tokenizer, n: int, prompt_tokens: int, template_set: str = "memagent") -> list[str]:
     """n update prompts (different questions, one shared chunk) of about prompt_tokens tokens."""
     templates = get_template_set(template_set)
     book = (BOOKS / "pg84.txt").read_bytes().decode("cp1252").replace("\r\n", "\n")  # Frankenstein

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 
-def timed(agent, items) -> tuple[float, list]:  # noqa: ANN001
+def timed(agent, items) -> tuple[float, list]:
     t = time.perf_counter()
     out = agent.read_batch(items)
     return time.perf_counter() - t, out

@@ -21,7 +21,7 @@ from tests import docgen
 from tests.hostile import Hostile, hostile_inputs, outcome, told
 
 
-def upload(client: TestClient, name: str, data: bytes):  # noqa: ANN201
+def upload(client: TestClient, name: str, data: bytes):
     return client.post("/api/documents", files={"file": (name, data, "application/pdf")})
 
 

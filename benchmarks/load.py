@@ -51,7 +51,7 @@ class Latencies:
         self.statuses: dict[str, dict[int, int]] = {}
         self._lock = threading.Lock()
 
-    def call(self, kind: str, fn, *args, **kwargs) -> httpx.Response:  # noqa: ANN001
+    def call(self, kind: str, fn, *args, **kwargs) -> httpx.Response:
         t = time.perf_counter()
         r = fn(*args, **kwargs)
         with self._lock:
@@ -117,7 +117,7 @@ def production(users: int):
         yield url, headers
 
 
-def _drop(admin, name: str) -> None:  # noqa: ANN001
+def _drop(admin, name: str) -> None:
     from sqlalchemy import text
 
     with admin.connect() as c:

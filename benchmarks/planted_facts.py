@@ -147,7 +147,7 @@ class Case:
 class Books:
     """The novels of a folder, with each token's character offset, to cut token-exact windows from."""
 
-    def __init__(self, tokenizer, books_dir: Path):  # noqa: ANN001
+    def __init__(self, tokenizer, books_dir: Path):
         self.tokenizer = tokenizer
         self.texts = {p.name: load_book(p) for p in sorted(books_dir.glob("*.txt"))}
         self.offsets = {name: token_starts(text, tokenizer) for name, text in self.texts.items()}

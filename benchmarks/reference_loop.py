@@ -51,7 +51,7 @@ def _read_one(
     model: str,
     tokenizer,
     question: str,
-    context: str,  # noqa: ANN001
+    context: str,
     chunk_tokens: int,
     max_new: int,
 ) -> ReferenceResult:
@@ -69,7 +69,7 @@ def read_reference(
     model: str,
     tokenizer,
     items: list[tuple[str, str]],
-    chunk_tokens: int,  # noqa: ANN001
+    chunk_tokens: int,
     max_new: int,
     concurrency: int = 64,
 ) -> list[ReferenceResult]:

@@ -31,18 +31,18 @@ SHOTS = ROOT / "docs" / "screenshots"
 QUESTION = "Which state's law governs this agreement?"
 
 
-def shot(page, name: str) -> None:  # noqa: ANN001
+def shot(page, name: str) -> None:
     page.wait_for_timeout(800)  # plots draw after their data arrives
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"retrain-{name}.png"), full_page=True)
     print(f"screenshot docs/screenshots/retrain-{name}.png", flush=True)
 
 
-def tab(page, name: str, inside: str | None = None) -> None:  # noqa: ANN001
+def tab(page, name: str, inside: str | None = None) -> None:
     (page.locator(inside) if inside else page).get_by_role("tab", name=name, exact=True).click()
 
 
-def choose(page, box: str, label_start: str) -> None:  # noqa: ANN001
+def choose(page, box: str, label_start: str) -> None:
     page.locator(f"{box} input").fill("")
     page.locator(f'ul[role=listbox] [role=option][aria-label^="{label_start}"]').first.click()
 
@@ -67,7 +67,7 @@ DOCS = training_contracts()
 HELD = list(DOCS)[4]
 
 
-def feedback(page, url: str) -> None:  # noqa: ANN001
+def feedback(page, url: str) -> None:
     api = page.request
     have = {d["filename"]: d for d in api.get(f"{url}/api/documents").json()}
     docs = {}
@@ -119,7 +119,7 @@ def feedback(page, url: str) -> None:  # noqa: ANN001
             shot(page, "feedback")
 
 
-def start(page, url: str, args: argparse.Namespace) -> None:  # noqa: ANN001
+def start(page, url: str, args: argparse.Namespace) -> None:
     tab(page, "Training")
     tab(page, "Data", "#training-pages")
     page.locator("#feedback-table [role=gridcell]").first.wait_for(timeout=30_000)
@@ -147,7 +147,7 @@ def start(page, url: str, args: argparse.Namespace) -> None:  # noqa: ANN001
     print(page.locator("#run-head").inner_text(), flush=True)
 
 
-def open_run(page, name: str) -> str:  # noqa: ANN001
+def open_run(page, name: str) -> str:
     tab(page, "Training")
     tab(page, "Runs", "#training-pages")
     page.locator("#runs-table [role=gridcell]").filter(has_text=name).first.click()
@@ -156,13 +156,13 @@ def open_run(page, name: str) -> str:  # noqa: ANN001
     return page.locator("#run-head").inner_text()
 
 
-def eval_table(page) -> str:  # noqa: ANN001
+def eval_table(page) -> str:
     """The evaluation table's text; empty while there is none (the table is not on the page then)."""
     table = page.locator("#eval-table")
     return table.inner_text() if table.count() else ""
 
 
-def evaluate(page, url: str, name: str) -> None:  # noqa: ANN001
+def evaluate(page, url: str, name: str) -> None:
     head = open_run(page, name)
     if "· done ·" not in head:
         sys.exit(f"the run is not done yet: {head}")
@@ -179,7 +179,7 @@ def evaluate(page, url: str, name: str) -> None:  # noqa: ANN001
     shot(page, "evaluated")
 
 
-def promote(page, url: str, name: str) -> None:  # noqa: ANN001
+def promote(page, url: str, name: str) -> None:
     """Promote the run, then ask the held-out contract (#5) again: the new reading records the version."""
     tab(page, "Models")
     active = page.locator("#models-table [role=row]").filter(has_text="● active").filter(has_text=name)

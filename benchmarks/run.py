@@ -223,13 +223,13 @@ class App:
 
 
 @functools.cache
-def _long_book(tokenizer) -> tuple[str, list[int]]:  # noqa: ANN001
+def _long_book(tokenizer) -> tuple[str, list[int]]:
     """The long novel's body and its token starts, tokenised once per tokenizer (every excerpt cuts from it)."""
     text = load_book(BOOKS / LONG_BOOK)
     return text, token_starts(text, tokenizer)
 
 
-def book_prefix(tokenizer, tokens: int) -> str:  # noqa: ANN001
+def book_prefix(tokenizer, tokens: int) -> str:
     """The first `tokens` tokens of the long novel's body."""
     text, starts = _long_book(tokenizer)
     if tokens > len(starts):
@@ -247,7 +247,7 @@ def held_out_questions(text: str, n: int) -> list[BookQuestion]:
 
 
 # --- the three benchmarks ------------------------------------------------------------------------
-def bench_throughput(app: App, doc_tokens: int, templates: list[str], n: int, cache: dict):  # noqa: ANN201
+def bench_throughput(app: App, doc_tokens: int, templates: list[str], n: int, cache: dict):
     """n questions read together against the same n read one at a time (the mean run is the 1-question row):
     what one question costs depends on what its memory keeps, so the first question alone is no baseline."""
     questions = held_out_questions(book_prefix(app.tokenizer, doc_tokens), n)
@@ -292,7 +292,7 @@ def bench_throughput(app: App, doc_tokens: int, templates: list[str], n: int, ca
             yield row
 
 
-def bench_linear(app: App, sizes: list[int], template: str, n: int, cache: dict):  # noqa: ANN201
+def bench_linear(app: App, sizes: list[int], template: str, n: int, cache: dict):
     for size in sizes:
         questions = [q.question for q in held_out_questions(book_prefix(app.tokenizer, size), n)]
         run = _book_run(app, size, template, questions, cache)
@@ -329,7 +329,7 @@ def bench_reference(
     lengths: list[int],
     docs: int,
     facts: int,
-    templates: list[str],  # noqa: ANN201
+    templates: list[str],
     concurrency: int,
     seed: int,
 ):
@@ -401,7 +401,7 @@ def table(headers: list[str], rows: list[list[object]]) -> str:
 
 
 def print_tables(results: dict) -> None:
-    def num(v, fmt: str = ".0f", unit: str = "") -> str:  # noqa: ANN001 - older rows lack the CPU columns
+    def num(v, fmt: str = ".0f", unit: str = "") -> str:
         return "-" if v is None else format(v, fmt) + unit
 
     if "throughput" in results:
@@ -609,7 +609,7 @@ def plot(results: dict, out: Path) -> list[Path]:
     return written
 
 
-def _save(fig, path: Path) -> Path:  # noqa: ANN001
+def _save(fig, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return path

@@ -32,16 +32,16 @@ def _big_processes(skip: int) -> str:
     return " | ".join(found)
 
 
-def pytest_sessionstart(session) -> None:  # noqa: ANN001
+def pytest_sessionstart(session) -> None:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text("time\tseconds\ttest\tused_gb\tpytest_gb\tprocesses over 200 MB\n")
 
 
-def pytest_runtest_logstart(nodeid: str, location) -> None:  # noqa: ANN001
+def pytest_runtest_logstart(nodeid: str, location) -> None:
     _started[nodeid] = time.monotonic()
 
 
-def pytest_runtest_logfinish(nodeid: str, location) -> None:  # noqa: ANN001
+def pytest_runtest_logfinish(nodeid: str, location) -> None:
     vm, me = psutil.virtual_memory(), psutil.Process()
     used = (vm.total - vm.available) / 1e9
     _peak.append((used, nodeid))
@@ -51,7 +51,7 @@ def pytest_runtest_logfinish(nodeid: str, location) -> None:  # noqa: ANN001
                 f"{me.memory_info().rss / 1e9:.2f}\t{_big_processes(me.pid)}\n")  # fmt: skip
 
 
-def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001
+def pytest_terminal_summary(terminalreporter) -> None:
     if _peak:
         used, nodeid = max(_peak)
         total = psutil.virtual_memory().total / 1e9

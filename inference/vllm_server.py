@@ -226,7 +226,7 @@ class VLLMServer:
         if self.port is None:
             self.port = free_port(self.host)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        logfile = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps writing to it
+        logfile = open(self.log_path, "ab")
         logfile.write(f"\n==== {time.strftime('%F %T')} {' '.join(self.command())}\n".encode())
         logfile.flush()
         started = time.monotonic()

@@ -15,7 +15,7 @@ SECRET = "test-secret-key-" + "x" * 24
 PASSWORD = "correct horse battery"
 
 
-def production_settings(postgres_url: str, data_dir: Path, **kw) -> Settings:  # noqa: ANN003
+def production_settings(postgres_url: str, data_dir: Path, **kw) -> Settings:
     s = Settings(
         mode="production",
         secret_key=SECRET,

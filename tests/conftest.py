@@ -64,7 +64,7 @@ def model_path() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tokenizer(model_path):  # noqa: ANN001, ANN201
+def tokenizer(model_path):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(model_path)

@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 from inference.engines.base import Completion, Engine
 
 
-def activate_version_named(settings, name: str) -> None:  # noqa: ANN001
+def activate_version_named(settings, name: str) -> None:
     """Make the seeded model version `name` the one new readings use. A scripted engine writes a reading's memory
     only under the rewriting reader (`smollm2-reader`); the default keeps the document's sentences itself."""
     from app.db import session_scope
@@ -27,7 +27,7 @@ class FakeEngine(Engine):
 
     name = "fake"
 
-    def __init__(self, tokenizer, respond: Callable[[str], str], fail_on_call: int | None = None):  # noqa: ANN001
+    def __init__(self, tokenizer, respond: Callable[[str], str], fail_on_call: int | None = None):
         self.tokenizer = tokenizer
         self.respond = respond
         self.fail_on_call = fail_on_call

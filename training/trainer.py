@@ -485,7 +485,7 @@ class Trainer:
         return round(float(norm), 4)
 
 
-def _distributed():  # noqa: ANN202 - torch.distributed, when a launcher started this process
+def _distributed():
     import torch.distributed as dist
 
     return dist if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1 else None

@@ -83,10 +83,10 @@ def same_origin(headers: Headers) -> bool | None:
 class AuthGate:
     """Pure ASGI middleware (server-sent events and uploads pass through untouched)."""
 
-    def __init__(self, app, settings: Settings) -> None:  # noqa: ANN001 - an ASGI app
+    def __init__(self, app, settings: Settings) -> None:
         self.app, self.settings = app, settings
 
-    async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
+    async def __call__(self, scope, receive, send) -> None:
         if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
         headers = Headers(scope=scope)
@@ -131,7 +131,7 @@ class AuthGate:
         await self.app(scope, receive, send)
 
 
-async def _respond(send, code: int, body: dict, extra: dict[str, str] | None = None) -> None:  # noqa: ANN001
+async def _respond(send, code: int, body: dict, extra: dict[str, str] | None = None) -> None:
     data = json.dumps(body).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
     headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
@@ -139,7 +139,7 @@ async def _respond(send, code: int, body: dict, extra: dict[str, str] | None = N
     await send({"type": "http.response.body", "body": data})
 
 
-async def _redirect(send, location: str) -> None:  # noqa: ANN001
+async def _redirect(send, location: str) -> None:
     await send(
         {
             "type": "http.response.start",
@@ -291,7 +291,7 @@ def _form(next_url: str, message: str = "", username: str = "") -> str:
 
 
 @pages.get("/login")
-def login_page(request: Request, next: str = "/") -> HTMLResponse:  # noqa: A002 - the query's name
+def login_page(request: Request, next: str = "/") -> HTMLResponse:
     return _page("Sign in", _form(_safe_next(next)))
 
 
@@ -301,7 +301,7 @@ def login(
     username: Annotated[str, Form()] = "",
     password: Annotated[str, Form()] = "",
     next: Annotated[str, Form()] = "/",
-) -> HTMLResponse | RedirectResponse:  # noqa: A002
+) -> HTMLResponse | RedirectResponse:
     settings: Settings = request.app.state.settings
     target = _safe_next(next)
     try:
@@ -337,7 +337,7 @@ def logout() -> RedirectResponse:
     return response
 
 
-def add_error_handlers(api) -> None:  # noqa: ANN001 - a FastAPI app
+def add_error_handlers(api) -> None:
     from fastapi.responses import JSONResponse
 
     async def too_many(_req: Request, exc: TooManyAttempts) -> JSONResponse:

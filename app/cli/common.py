@@ -19,7 +19,7 @@ def migrate_db(settings: Settings) -> None:
         seed_bundled(s, settings)
 
 
-def local_admin(settings: Settings):  # noqa: ANN201 - a UserView
+def local_admin(settings: Settings):
     """The local admin, whom every command acts as."""
     from app.services.users import local_actor
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from app.settings import Settings
 
 
-def _reader(settings: Settings, args: argparse.Namespace):  # noqa: ANN202 - an evaluation.Reader
+def _reader(settings: Settings, args: argparse.Namespace):
     from app.services import evaluation
 
     try:

@@ -64,7 +64,7 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def live_worker(settings: Settings):  # noqa: ANN202 - a Health, or None
+def live_worker(settings: Settings):
     """The workers of this database (app/services/health.py), if one is alive with its model up or starting."""
     from app.db import session_scope
     from app.services.health import health
@@ -79,13 +79,13 @@ POLL_S = 0.5
 _FINISHED = ("done", "failed", "cancelled")
 
 
-def _show_progress(progress, views: list[ReadingView]) -> None:  # noqa: ANN001 - a Progress
+def _show_progress(progress, views: list[ReadingView]) -> None:
     """Readings asked together are read in step: the slowest one's chunk k of K."""
     totals = [v.total_chunks for v in views if v.total_chunks]
     progress.update(min(v.cursor for v in views), max(totals) if totals else None)
 
 
-def read_to_end(settings: Settings, command: str, ids: list[int], server,  # noqa: ANN001 - a Health, or None
+def read_to_end(settings: Settings, command: str, ids: list[int], server,
                 in_process: bool = False) -> tuple[list[ReadingView], str] | None:  # fmt: skip
     """Readings to the end, chunk k of K on stderr when it is a terminal: read in this process when `server` is
     None (no worker runs, or `in_process` asked for it), else followed while the server's worker reads them. Says

@@ -40,7 +40,7 @@ def cmd_train(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _queue_training(settings: Settings, config, args: argparse.Namespace) -> int:  # noqa: ANN001 - a TrainConfig
+def _queue_training(settings: Settings, config, args: argparse.Namespace) -> int:
     """`longread train CONFIG --queue`: a run of the app (`longread runs`), executed by a training worker."""
     from app.services import training_runs
 
@@ -62,7 +62,7 @@ def _queue_training(settings: Settings, config, args: argparse.Namespace) -> int
     return 0
 
 
-def _run_json(r) -> dict:  # noqa: ANN001 - a RunView
+def _run_json(r) -> dict:
     from dataclasses import asdict
 
     out = asdict(r)

@@ -67,7 +67,7 @@ def find_passage(page_text: str, passage: str) -> tuple[int, int] | None:
     return where[a], where[b - 1] + 1
 
 
-def passage_rects(textpage, passage: str) -> list[tuple[float, float, float, float]]:  # noqa: ANN001 - a PdfTextPage
+def passage_rects(textpage, passage: str) -> list[tuple[float, float, float, float]]:
     """PDFium's rectangles (left, bottom, right, top in PDF points) of the lines that print `passage` on the
     page; empty if the page does not hold it."""
     import pypdfium2.raw as raw
@@ -165,7 +165,7 @@ def _main(argv: list[str]) -> int:
     except PageRenderError as exc:
         print(exc, file=sys.stderr)
         return 2
-    except Exception as exc:  # noqa: BLE001 - the parent turns this into a message
+    except Exception as exc:
         print(f"{type(exc).__name__}: {exc}"[:300], file=sys.stderr)
         return 1
     Path(dest).write_bytes(data)

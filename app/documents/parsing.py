@@ -16,7 +16,7 @@ import io
 import re
 
 from app.documents.base import TXT_HEADING, ParsedDocument, ParseError, is_heading, page_of, page_unit  # noqa: F401 (re-exported)
-from app.documents.detect import ZIP_LIMITS, ZipLimits, decode_text, detect_format  # noqa: F401
+from app.documents.detect import ZIP_LIMITS, ZipLimits, decode_text, detect_format
 from app.documents.normalise import TextBuilder, normalise
 
 NO_TEXT_PDF = (
@@ -44,7 +44,7 @@ def parse(data: bytes, limits: ZipLimits = ZIP_LIMITS) -> ParsedDocument:
         raise ParseError(
             f"the {FORMAT_NAMES[fmt]} file is damaged or unreadable: its structure nests too deeply"
         ) from exc
-    except Exception as exc:  # noqa: BLE001 - third-party parsers raise anything on broken input
+    except Exception as exc:
         raise ParseError(
             f"the {FORMAT_NAMES[fmt]} file is damaged or unreadable ({type(exc).__name__}: {exc})"[:500]
         ) from exc
@@ -117,12 +117,12 @@ def _parse_pdf(data: bytes) -> ParsedDocument:
     return ParsedDocument("pdf", text, starts, page_labels, _pdf_title(title))
 
 
-def _page_labels(reader, n_pages: int) -> list[str]:  # noqa: ANN001 - a pypdf PdfReader
+def _page_labels(reader, n_pages: int) -> list[str]:
     try:
         labels = list(reader.page_labels)
         if len(labels) == n_pages and all(isinstance(x, str) and 0 < len(x) <= 40 for x in labels):
             return labels
-    except Exception:  # noqa: BLE001 - a broken /PageLabels tree only costs us the printed labels
+    except Exception:
         pass
     return [str(i + 1) for i in range(n_pages)]
 

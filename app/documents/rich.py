@@ -62,9 +62,9 @@ def prepare() -> None:
     for key, value in OFFLINE_ENV.items():
         os.environ.setdefault(key, value)
     _install_offline_nlp()
-    import unstructured.partition.docx  # noqa: F401
-    import unstructured.partition.epub  # noqa: F401
-    import unstructured.partition.html  # noqa: F401
+    import unstructured.partition.docx
+    import unstructured.partition.epub
+    import unstructured.partition.html
     import unstructured.partition.md  # noqa: F401
 
 

@@ -250,7 +250,7 @@ def _serve_child(conn: Connection) -> None:
         outcome = ("cpu", "")
     except RecursionError:
         outcome = ("error", "the file is damaged or unreadable: its structure nests too deeply")
-    except Exception as exc:  # noqa: BLE001 - a parser bug becomes a clear message, not a crash
+    except Exception as exc:
         outcome = ("crash", f"{type(exc).__name__}: {exc}"[:300])
     del data
     try:
@@ -290,7 +290,7 @@ def _zygote_main(socket_path: str) -> None:
                 listener.close()
                 client.settimeout(None)
                 _serve_child(Connection(client.detach()))
-            except BaseException:  # noqa: BLE001 - the caller sees the closed connection
+            except BaseException:
                 code = 1
             finally:
                 os._exit(code)

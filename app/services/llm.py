@@ -102,13 +102,13 @@ def release_engines(keep: Settings) -> None:
 
 
 @lru_cache
-def _tokenizer(name_or_path: str):  # noqa: ANN202 - a Hugging Face tokenizer
+def _tokenizer(name_or_path: str):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(name_or_path)
 
 
-def tokenizer_for(settings: Settings):  # noqa: ANN201
+def tokenizer_for(settings: Settings):
     """The serving model's tokenizer: LONGREAD_TOKENIZER, else the model folder's."""
     source = settings.tokenizer or str(model_folder(base_of(settings.model), cache_dir=settings.model_cache_dir))
     return _tokenizer(source)

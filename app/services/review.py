@@ -97,7 +97,7 @@ def find_evidence(kind: str, question: str, answer: str | None, steps: Sequence[
     return None if source is None else (source.step, source.start, source.end)
 
 
-def review_row(category: str, kind: str, reading, text: str, page_starts: list[int]) -> ReviewRow:  # noqa: ANN001
+def review_row(category: str, kind: str, reading, text: str, page_starts: list[int]) -> ReviewRow:
     """One row of the table: `reading` is a Reading (or anything with its id, status, question, answer and
     timeline())."""
     status = getattr(reading.status, "value", reading.status)

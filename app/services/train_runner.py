@@ -330,7 +330,7 @@ def _evaluate_side(
 # --- the sweeper ---------------------------------------------------------------------------------
 
 
-def _stale(before: datetime):  # noqa: ANN202 - an SQL condition
+def _stale(before: datetime):
     return (TrainingRun.heartbeat_at < before) | TrainingRun.heartbeat_at.is_(None)
 
 

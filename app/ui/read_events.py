@@ -104,7 +104,7 @@ class ReadEvents:
             return gr.skip()
         return {self.tab.doc.document: gr.update(choices=choices, value=None)} | self.on_switch(None, None, saved)
 
-    def on_refresh(self, document_id: int | None, shown: list[list[object]] | None):  # noqa: ANN201 - rows or no update
+    def on_refresh(self, document_id: int | None, shown: list[list[object]] | None):
         """Readings made elsewhere (the API, another tab) and their progress; no update when
         nothing changed, so the table does not flicker."""
         rows = self.look.reading_rows(document_id)
@@ -140,7 +140,7 @@ class ReadEvents:
             self.tab.ask.memory_tokens: gr.update(placeholder=f"{config.memory_tokens} (default)"),
         }
 
-    def on_ask(self, document_id: int | None, question: str, more: str, chunk: str, memory: str, saved: dict | None):  # noqa: ANN201
+    def on_ask(self, document_id: int | None, question: str, more: str, chunk: str, memory: str, saved: dict | None):
         """Ask the question, and any more (one a line): read together in one pass; the first one opens, the pass
         shows side by side (pass_view.py)."""
         t = self.tab
@@ -197,7 +197,7 @@ class ReadEvents:
             v.timer: gr.Timer(active=r.status in ACTIVE),
         }
 
-    def _memory(self, r: ReadingView):  # noqa: ANN202 - a gr.update
+    def _memory(self, r: ReadingView):
         """The memory box: the last memory the agent wrote, labelled with where its chunk came from."""
         last = r.checkpoints[-1] if r.checkpoints else None
         if last is None:
@@ -227,7 +227,7 @@ class ReadEvents:
 
     def on_resume(
         self, reading_id: int | None, k: float | None, memory: str, document_id: int | None, saved: dict | None
-    ):  # noqa: ANN201
+    ):
         """Make a branch from the edited memory at step k and open it: it reads on from chunk k+1."""
         t = self.tab
         edit_msg = t.details.panels.timeline.edit_msg

@@ -22,7 +22,7 @@ from app.ui.read_layout import ReadTab, build_read_layout
 HIDDEN = {"show_progress": "hidden"}  # no Gradio spinner or timer ("0.2s") over the info and status lines
 
 
-def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):  # noqa: ANN201 - its connect()
+def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):
     """The tab's components, in the current layout context. Returns `connect(ui, saved, timer, list_timer)`,
     which wires their events once the page-wide state and timers exist (they live outside the tabs, so
     they keep running whichever tab is open)."""

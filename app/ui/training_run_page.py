@@ -135,7 +135,7 @@ class RunsPage:
         run_id = int(evt.row_value[0])
         return {self.run_id: run_id, **self.show(run_id)}
 
-    def act(self, action: Callable[..., Any], verb: str, done: Callable[[Any], str], also: Callable[[], dict]):  # noqa: ANN201
+    def act(self, action: Callable[..., Any], verb: str, done: Callable[[Any], str], also: Callable[[], dict]):
         """A button's handler: do it to the open run, then show the run and, once done, `also` (the registry)."""
 
         def handler(run_id: int | None) -> dict:
@@ -149,7 +149,7 @@ class RunsPage:
 
         return handler
 
-    def then_axes(self, event: Any) -> None:  # noqa: ANN401 - a Gradio event's dependency
+    def then_axes(self, event: Any) -> None:
         """Send the curves' axes after an event that showed their data (see curve_axes)."""
         event.then(self.show_axes, self.limits, self.plots, show_progress="hidden")
 

@@ -53,7 +53,7 @@ class UsersPanel:
                  f"{u.created_at:%Y-%m-%d %H:%M}" if u.created_at else ""] for u in listed]  # fmt: skip
         return Listed(rows, gr.update(choices=[(u.username, u.id) for u in listed], value=None), note)
 
-    def _shown(self, note: str | None, password: Any) -> dict:  # noqa: ANN401 - a value or gr.update()
+    def _shown(self, note: str | None, password: Any) -> dict:
         return {**dict(zip(self.listed, self.view(note), strict=True)), self.new_password: password}
 
     def _act(self, action: Callable[[], users.UserView], done: str) -> dict:

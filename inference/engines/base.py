@@ -42,5 +42,5 @@ class Engine(ABC):
         """Complete each user message (the engine applies the model's chat template): greedy at
         temperature 0, else sampled from the full distribution at that temperature (RL rollouts)."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Release processes or memory the engine holds."""

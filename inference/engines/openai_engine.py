@@ -211,6 +211,6 @@ def _detail(response: httpx.Response) -> str:
         message = error.get("message") if isinstance(error, dict) else error
         if message:
             return str(message)[:300]
-    except Exception:  # noqa: BLE001 - any body is fine here, we only describe it
+    except Exception:
         pass
     return response.text[:300] or response.reason_phrase

@@ -201,16 +201,16 @@ def _wait_gone(pids: list[int], seconds: float) -> None:
 
 
 @pytest.fixture
-def page(chromium, live_server: LiveServer):  # noqa: ANN001, ANN201 - playwright objects
+def page(chromium, live_server: LiveServer):
     yield from _page(chromium)
 
 
 @pytest.fixture
-def ui_page(chromium, ui_server: LiveServer):  # noqa: ANN001, ANN201 - playwright objects
+def ui_page(chromium, ui_server: LiveServer):
     yield from _page(chromium)
 
 
-def _page(chromium):  # noqa: ANN001, ANN202
+def _page(chromium):
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(30_000)
     pg = context.new_page()

@@ -30,28 +30,28 @@ pytestmark = pytest.mark.browser
 IMG = "<img src=x onerror=alert(5)>"  # no slash: it stays in a file name
 
 
-def _upload(page, server, name: str, data: bytes) -> dict:  # noqa: ANN001
+def _upload(page, server, name: str, data: bytes) -> dict:
     return page.request.post(server.url + "/api/documents", multipart={"file": {
         "name": name, "mimeType": "application/octet-stream", "buffer": data}}).json()  # fmt: skip
 
 
-def _text(server, document_id: int) -> str:  # noqa: ANN001
+def _text(server, document_id: int) -> str:
     with session_scope(Settings(data_dir=server.data_dir).resolved_database_url) as s:
         return s.get(Document, document_id).text
 
 
-def _open_page(page, server) -> None:  # noqa: ANN001
+def _open_page(page, server) -> None:
     page.goto(server.url + "/")
     page.locator("#ask").wait_for(state="visible", timeout=60_000)
 
 
-def _options(page) -> list[str]:  # noqa: ANN001
+def _options(page) -> list[str]:
     page.locator("#document input").fill("")
     page.locator("ul[role=listbox] [role=option]").first.wait_for(timeout=30_000)
     return page.locator("ul[role=listbox] [role=option]").evaluate_all("els => els.map(e => e.ariaLabel)")
 
 
-def _choose(page, document_id: int) -> None:  # noqa: ANN001
+def _choose(page, document_id: int) -> None:
     page.locator("#document input").fill("")
     page.locator(f'ul[role=listbox] [role=option][aria-label^="#{document_id} "]').click()
 
@@ -193,7 +193,7 @@ def test_a_finished_branch_refreshes_its_open_timeline(ui_page, ui_server, token
 
 
 @pytest.fixture
-def rewriting_reader(ui_server):  # noqa: ANN001, ANN201
+def rewriting_reader(ui_server):
     """The scripted engine below writes the memories: the pass is asked of the rewriting reader (its readings keep
     the version they were asked of); the server is shared, so the default comes back after."""
     settings = Settings(data_dir=ui_server.data_dir)

@@ -36,7 +36,7 @@ def sizes_server(tmp_path_factory) -> Iterator[LiveServer]:
 
 
 @pytest.fixture
-def page(chromium, sizes_server):  # noqa: ANN001, ANN201 - playwright objects
+def page(chromium, sizes_server):
     yield from _page(chromium)
 
 

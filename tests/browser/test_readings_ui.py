@@ -23,7 +23,7 @@ MD_IMG = "![pwn](http://127.0.0.1:9/m.png)"
 TEXT = "\n\n".join(f"Chapter {i}\n\n" + f"The keeper of lighthouse {i} writes in the log. " * 12 for i in range(1, 4))
 
 
-def _seed(server, document_id: int) -> tuple[int, int]:  # noqa: ANN001
+def _seed(server, document_id: int) -> tuple[int, int]:
     """A finished and a failed reading whose question, memory, answer, error and the document's
     page labels carry payloads, as a hostile document or a confused model could make them."""
     url = Settings(data_dir=server.data_dir).resolved_database_url
@@ -78,15 +78,15 @@ def _seed(server, document_id: int) -> tuple[int, int]:  # noqa: ANN001
         return done.id, failed.id
 
 
-def _status(page) -> str:  # noqa: ANN001
+def _status(page) -> str:
     return page.locator("#status").inner_text()
 
 
-def _open_row(page, text: str) -> None:  # noqa: ANN001
+def _open_row(page, text: str) -> None:
     page.locator("#readings [role=gridcell]").filter(has_text=text).first.click()
 
 
-def test_readings_are_listed_opened_and_found_again(ui_page, ui_server, tmp_path) -> None:  # noqa: ANN001
+def test_readings_are_listed_opened_and_found_again(ui_page, ui_server, tmp_path) -> None:
     page = ui_page
     dialogs, stray = watch(page, ui_server.url)
     path = tmp_path / "keepers.txt"

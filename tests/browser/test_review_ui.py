@@ -32,7 +32,7 @@ def review_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
 
 
 @pytest.fixture
-def review_page(chromium, review_server):  # noqa: ANN001, ANN201 - playwright objects
+def review_page(chromium, review_server):
     yield from _page(chromium)
 
 

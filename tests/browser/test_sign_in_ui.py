@@ -36,11 +36,11 @@ def people(prod_server, postgres_url, tmp_path_factory):
 
 
 @pytest.fixture
-def browser_page(chromium, prod_server):  # noqa: ANN001, ANN201
+def browser_page(chromium, prod_server):
     yield from _page(chromium)
 
 
-def _sign_in(page, url: str, username: str, password: str = PASSWORD) -> None:  # noqa: ANN001
+def _sign_in(page, url: str, username: str, password: str = PASSWORD) -> None:
     page.goto(url + "/")
     page.wait_for_url("**/login**")
     page.locator("#username").fill(username)
@@ -50,7 +50,7 @@ def _sign_in(page, url: str, username: str, password: str = PASSWORD) -> None:  
     page.locator("#account-name").wait_for(timeout=30_000)
 
 
-def _document_options(page) -> list[str]:  # noqa: ANN001
+def _document_options(page) -> list[str]:
     page.locator("#document input").fill("")
     page.locator("ul[role=listbox] [role=option]").first.wait_for(timeout=30_000)
     return [o.get_attribute("aria-label") or "" for o in page.locator("ul[role=listbox] [role=option]").all()]

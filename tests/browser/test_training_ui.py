@@ -43,11 +43,11 @@ def trainer_server(tmp_path_factory) -> Iterator[LiveServer]:
 
 
 @pytest.fixture
-def page(chromium, trainer_server):  # noqa: ANN001, ANN201 - playwright objects
+def page(chromium, trainer_server):
     yield from _page(chromium)
 
 
-def _shot(page, name: str) -> None:  # noqa: ANN001
+def _shot(page, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.wait_for_timeout(600)  # the plots draw after their data arrives
     page.screenshot(path=str(ARTIFACTS / name), full_page=True)
@@ -57,7 +57,7 @@ def _text(
     page,
     selector: str,
     expect: str | re.Pattern,
-    timeout_s: float,  # noqa: ANN001
+    timeout_s: float,
     server: LiveServer | None = None,
 ) -> str:
     """The element's text once it shows `expect`; fails with what it showed (and the app's log)."""
@@ -73,18 +73,18 @@ def _text(
         page.wait_for_timeout(500)
 
 
-def _steps(page, plot: str) -> set[int]:  # noqa: ANN001
+def _steps(page, plot: str) -> set[int]:
     """The steps a line plot has points for (its SVG labels every point: "step: 3; value: …")."""
     if not page.locator(plot).is_visible():
         return set()
     return {int(s) for s in re.findall(r'aria-label="step: (\d+);', page.locator(plot).inner_html())}
 
 
-def _tab(page, name: str, inside: str | None = None) -> None:  # noqa: ANN001
+def _tab(page, name: str, inside: str | None = None) -> None:
     (page.locator(inside) if inside else page).get_by_role("tab", name=name, exact=True).click()
 
 
-def _choose(page, box: str, label_start: str) -> None:  # noqa: ANN001
+def _choose(page, box: str, label_start: str) -> None:
     page.locator(f"{box} input").fill("")
     page.locator(f'ul[role=listbox] [role=option][aria-label^="{label_start}"]').first.click()
 
@@ -106,7 +106,7 @@ def _answered_reading(server: LiveServer, document_id: int) -> int:
         return r.id
 
 
-def _ask(page, url: str, document_id: int, question: str) -> dict:  # noqa: ANN001
+def _ask(page, url: str, document_id: int, question: str) -> dict:
     """Ask in the Read tab; the reading as the API shows it, then cancelled: here only the version it was given
     matters (readings are tested elsewhere), and reading on would take the CPU the rest of the test needs."""
     _tab(page, "Read")

@@ -58,23 +58,23 @@ POLL_S = 0.25
 CHUNK_RE = re.compile(r"Reading chunk (\d+) of (\d+)")
 
 
-def _text(page, selector: str) -> str:  # noqa: ANN001
+def _text(page, selector: str) -> str:
     loc = page.locator(selector)
     return loc.inner_text().strip() if loc.count() else ""
 
 
-def _value(page, selector: str) -> str:  # noqa: ANN001
+def _value(page, selector: str) -> str:
     loc = page.locator(selector)
     return loc.input_value() if loc.count() else ""
 
 
-def _bar_pct(page) -> int | None:  # noqa: ANN001
+def _bar_pct(page) -> int | None:
     bar = page.locator("#progress [role=progressbar]")
     return int(bar.get_attribute("aria-valuenow")) if bar.count() else None
 
 
 @pytest.fixture
-def rewriting_reader(live_server):  # noqa: ANN001, ANN201
+def rewriting_reader(live_server):
     """The reader that writes its memory at every chunk (seconds a chunk), so that a person can watch it read; the
     default one keeps sentences and read this document's 4 chunks in 3 s, before the page showed one."""
     settings = Settings(data_dir=live_server.data_dir)
@@ -83,7 +83,7 @@ def rewriting_reader(live_server):  # noqa: ANN001, ANN201
     activate_version_named(settings, EXTRACTIVE_READER)
 
 
-def test_the_default_reader_keeps_the_sentence_that_answers_and_answers_from_it(page, live_server, tmp_path) -> None:  # noqa: ANN001
+def test_the_default_reader_keeps_the_sentence_that_answers_and_answers_from_it(page, live_server, tmp_path) -> None:
     """The reader a fresh install reads with keeps the document's sentences verbatim: the planted one is in the
     memory the page shows, and the answer, from the real model, names the code."""
     doc_path = tmp_path / "harbor-vault.txt"
@@ -105,7 +105,7 @@ def test_the_default_reader_keeps_the_sentence_that_answers_and_answers_from_it(
     assert not page.page_errors, page.page_errors
 
 
-def test_upload_ask_and_watch_the_agent_read(page, live_server, rewriting_reader, tmp_path) -> None:  # noqa: ANN001
+def test_upload_ask_and_watch_the_agent_read(page, live_server, rewriting_reader, tmp_path) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     doc_path = tmp_path / "harbor-branch.txt"
     doc_path.write_text(DOCUMENT, encoding="utf-8")

@@ -32,7 +32,7 @@ WATCH_TIMERS = """() => {
 }"""
 
 
-def _open(page, url: str) -> list[str]:  # noqa: ANN001
+def _open(page, url: str) -> list[str]:
     """Load the app, noting every response that is an error."""
     failures: list[str] = []
     page.on("response", lambda r: failures.append(f"{r.status} {r.url}") if r.status >= 400 else None)
@@ -41,7 +41,7 @@ def _open(page, url: str) -> list[str]:  # noqa: ANN001
     return failures
 
 
-def test_a_file_that_cannot_be_parsed_shows_its_error(ui_page, ui_server, tmp_path) -> None:  # noqa: ANN001
+def test_a_file_that_cannot_be_parsed_shows_its_error(ui_page, ui_server, tmp_path) -> None:
     page = ui_page
     _open(page, ui_server.url)
     good = tmp_path / "good.txt"  # chosen first: the failed upload must not just blank the line
@@ -57,7 +57,7 @@ def test_a_file_that_cannot_be_parsed_shows_its_error(ui_page, ui_server, tmp_pa
     assert stored[0]["error"] in info, (stored[0]["error"], info)
 
 
-def test_an_upload_over_the_limit_names_the_limit(ui_page, ui_server, tmp_path) -> None:  # noqa: ANN001
+def test_an_upload_over_the_limit_names_the_limit(ui_page, ui_server, tmp_path) -> None:
     page = ui_page
     _open(page, ui_server.url)
     big = tmp_path / "big.txt"
@@ -67,7 +67,7 @@ def test_an_upload_over_the_limit_names_the_limit(ui_page, ui_server, tmp_path) 
     assert "big.txt" in info and "1.5 MiB" in info and "1 MiB limit" in info, info
 
 
-def test_gradio_assets_load_and_its_internals_stay_hidden(ui_page, ui_server, tmp_path) -> None:  # noqa: ANN001
+def test_gradio_assets_load_and_its_internals_stay_hidden(ui_page, ui_server, tmp_path) -> None:
     page = ui_page
     failures = _open(page, ui_server.url)
     page.evaluate(WATCH_TIMERS)

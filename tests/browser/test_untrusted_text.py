@@ -38,7 +38,7 @@ def _html(title: str) -> str:
     )
 
 
-def _choose(page, document_id: int, title: str) -> tuple[str, str]:  # noqa: ANN001
+def _choose(page, document_id: int, title: str) -> tuple[str, str]:
     """Pick a document in the dropdown; return its option's text and then the info line."""
     page.locator("#document input").fill("")  # the typed text filters the options
     option = page.locator(f'ul[role=listbox] [role=option][aria-label^="#{document_id} "]')
@@ -47,7 +47,7 @@ def _choose(page, document_id: int, title: str) -> tuple[str, str]:  # noqa: ANN
     return text, info_line(page, title)
 
 
-def test_document_fields_are_shown_as_text(ui_page, ui_server, tmp_path) -> None:  # noqa: ANN001
+def test_document_fields_are_shown_as_text(ui_page, ui_server, tmp_path) -> None:
     page = ui_page
     dialogs, stray = watch(page, ui_server.url)
     # File names carrying payloads, uploaded through the API (a TXT's title is its file name).

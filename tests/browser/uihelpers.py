@@ -7,18 +7,18 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 
-def watch(page, app_url: str) -> tuple[list[str], list[str]]:  # noqa: ANN001
+def watch(page, app_url: str) -> tuple[list[str], list[str]]:
     """Record every dialog (and dismiss it) and every request that leaves the app or names a
     payload."""
     dialogs: list[str] = []
     stray: list[str] = []
     app = urlsplit(app_url).netloc
 
-    def on_dialog(d) -> None:  # noqa: ANN001
+    def on_dialog(d) -> None:
         dialogs.append(f"{d.type}: {d.message}")
         d.dismiss()
 
-    def on_request(r) -> None:  # noqa: ANN001
+    def on_request(r) -> None:
         url = r.url
         if url.startswith(("data:", "blob:")):
             return
@@ -30,7 +30,7 @@ def watch(page, app_url: str) -> tuple[list[str], list[str]]:  # noqa: ANN001
     return dialogs, stray
 
 
-def info_line(page, expect: str, timeout_s: float = 30) -> str:  # noqa: ANN001
+def info_line(page, expect: str, timeout_s: float = 30) -> str:
     """The info line once it shows `expect`, or whatever it shows after `timeout_s` (the
     assertions at the end say what was wrong)."""
     deadline = time.monotonic() + timeout_s
@@ -41,7 +41,7 @@ def info_line(page, expect: str, timeout_s: float = 30) -> str:  # noqa: ANN001
         page.wait_for_timeout(200)
 
 
-def upload(page, path: Path, expect: str) -> str:  # noqa: ANN001
+def upload(page, path: Path, expect: str) -> str:
     """Upload through the real file input (clearing the previous file first)."""
     clear = page.locator("#upload button[aria-label=Clear]")
     if clear.count():

@@ -50,7 +50,7 @@ def wait_until(
         try:
             if condition():
                 return time.monotonic() - started
-        except Exception:  # noqa: BLE001 - a service restarting mid-poll: poll again
+        except Exception:
             pass
         if time.monotonic() - started > timeout_s:
             raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}\n{diagnose()}")
@@ -265,7 +265,7 @@ class Cluster:
     app: subprocess.Popen | None = None
     app_port: int = 0
 
-    def settings(self, **overrides) -> Settings:  # noqa: ANN003
+    def settings(self, **overrides) -> Settings:
         """The settings of this test process (it creates documents and readings as the web app would)."""
         values = dict(data_dir=self.folder / "data", database_url=self.database_url, broker_url=self.broker_url,
                       model="smollm2", model_cache_dir=MODEL_CACHE, chunk_tokens=400, memory_tokens=32,

@@ -33,7 +33,7 @@ def test_no_api_operation_answers_a_server_error(settings):
         @hypothesis_settings(
             max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck)
         )
-        def call(case) -> None:  # noqa: ANN001
+        def call(case) -> None:
             response = case.call()
             tried.append(response.status_code)
             if response.status_code >= 500:

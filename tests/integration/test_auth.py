@@ -133,7 +133,7 @@ def _all_routes(client, prod) -> list[tuple[str, str]]:
     spec = client.get("/openapi.json", headers=bearer(token(client, new_user(prod).username))).json()
     pairs = [(m.upper(), _concrete(p)) for p, ops in spec["paths"].items() for m in ops]
 
-    def walk(routes, prefix: str) -> None:  # noqa: ANN001
+    def walk(routes, prefix: str) -> None:
         for route in routes:
             if isinstance(route, Mount):
                 walk(route.routes, prefix + route.path.rstrip("/"))

@@ -42,7 +42,7 @@ def db_settings(db_settings: Settings, tmp_path) -> Settings:
     return db_settings.model_copy(update={"broker_url": f"sqla+sqlite:///{tmp_path / 'broker.db'}"})
 
 
-def _answer(settings: Settings, tokenizer, doc_id: int, questions: list[str], user=None) -> list[int]:  # noqa: ANN001
+def _answer(settings: Settings, tokenizer, doc_id: int, questions: list[str], user=None) -> list[int]:
     ids = [r.id for r in readings.ask(settings, doc_id, questions, 4000, enqueue=False, user=user)]
     run_readings(settings, ids, FakeEngine(tokenizer, lambda p: "notes" if "<section>" in p else "\\boxed{59}"))
     return ids

@@ -92,7 +92,7 @@ ROUTES = [
 ]
 
 
-def _call(w, method: str, path: str, tok: str, body: dict | None):  # noqa: ANN202
+def _call(w, method: str, path: str, tok: str, body: dict | None):
     return w["client"].request(method, path, headers=bearer(tok), json=body)
 
 
@@ -100,7 +100,7 @@ def _path(template: str, doc: object, reading: object) -> str:
     return template.replace("{d}", str(doc)).replace("{r}", str(reading))
 
 
-def _normalised(response, *ids: object) -> tuple[int, str]:  # noqa: ANN001
+def _normalised(response, *ids: object) -> tuple[int, str]:
     text = response.text
     for i in ids:
         text = re.sub(rf"\b{re.escape(str(i))}\b", "ID", text)

@@ -15,7 +15,7 @@ from tests.integration.test_reading_service import TEXT, echo_last_line
 pytestmark = pytest.mark.integration
 
 
-def _shown(view, updates: dict) -> list:  # noqa: ANN001
+def _shown(view, updates: dict) -> list:
     """The box, timer and cards updated, in that order (the view's handlers return updates by component)."""
     return [updates[part] for part in (view.box, view.timer, view.cards)]
 

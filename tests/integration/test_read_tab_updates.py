@@ -36,11 +36,11 @@ class Handlers:
 
 
 @pytest.fixture
-def handlers(settings) -> Handlers:  # noqa: ANN001
+def handlers(settings) -> Handlers:
     return Handlers(build_ui(settings))
 
 
-def test_every_read_tab_handler_updates_only_its_events_outputs(settings, handlers, tmp_path) -> None:  # noqa: ANN001
+def test_every_read_tab_handler_updates_only_its_events_outputs(settings, handlers, tmp_path) -> None:
     doc, _ = documents.add_document(settings, "islands.txt", TEXT.encode())
     call = handlers.call
     upload = tmp_path / "again.txt"

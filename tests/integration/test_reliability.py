@@ -36,7 +36,7 @@ def _reading(s: Settings) -> int:
         return create_readings(db, s, doc.id, ["Which island?"])[0].id
 
 
-def _die_after(s: Settings, reading_id: int, tokenizer, calls: int) -> None:  # noqa: ANN001
+def _die_after(s: Settings, reading_id: int, tokenizer, calls: int) -> None:
     """A runner that stops after `calls` steps without any cleanup, as a killed worker does: its reading
     stays running with a heartbeat that then goes stale."""
 

@@ -87,7 +87,7 @@ class Serve:
     def health(self) -> dict:
         return httpx.get(f"{self.url}/api/health", timeout=10).json()
 
-    def wait_for(self, what: str, condition, timeout_s: float = 240):  # noqa: ANN001
+    def wait_for(self, what: str, condition, timeout_s: float = 240):
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, f"serve exited ({self.proc.returncode}):\n{self.output()[-3000:]}"
@@ -236,7 +236,7 @@ def test_a_reading_whose_worker_is_killed_says_it_waits_then_resumes(tmp_path, c
     doc.write_text(LIGHTHOUSE * 4)
     statuses: list[str] = []
 
-    def status_matching(page, pattern: str, timeout_s: float = 240) -> str:  # noqa: ANN001
+    def status_matching(page, pattern: str, timeout_s: float = 240) -> str:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             text = page.locator("#status").inner_text().strip()

@@ -35,7 +35,7 @@ def tiny_tasks(step: int, n: int, salt: str = "train") -> list[Task]:
     return tasks
 
 
-def tiny_config(**overrides):  # noqa: ANN201
+def tiny_config(**overrides):
     base = dict(
         preset="small",
         chunk_tokens=64,
@@ -172,7 +172,7 @@ def test_sft_rows_carry_evidence_and_take_a_feedback_answer_as_evidence(model_pa
     assert chunks >= 6
     decode = trainer.tokenizer.decode
 
-    def targets(rows):  # noqa: ANN001, ANN202
+    def targets(rows):
         return [decode(r.completion_ids, skip_special_tokens=True).strip() for r in rows]
 
     plain = targets(trainer.sft_rows([planted]))  # one gain, one keep drawn at random, the answer

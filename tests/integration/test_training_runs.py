@@ -72,7 +72,7 @@ def _judged(settings: Settings) -> dict[int, int]:
     return out
 
 
-def _tokenizer(settings: Settings):  # noqa: ANN202
+def _tokenizer(settings: Settings):
     from app.services.llm import tokenizer_for
 
     return tokenizer_for(settings)
@@ -219,7 +219,7 @@ def test_queued_runs_wait_in_order_and_only_a_finished_run_is_promoted(sqlite_se
 # --- with a real training worker -------------------------------------------------------------------
 
 
-def TrainingWorker(settings: Settings, log: Path) -> WorkerGroup:  # noqa: N802 - reads as the class it makes
+def TrainingWorker(settings: Settings, log: Path) -> WorkerGroup:
     """`longread worker --training`'s Celery command, in a process group of its own."""
     env = {**os.environ, "LONGREAD_DATA_DIR": str(settings.data_dir), "LONGREAD_DATABASE_URL": settings.database_url,
            "LONGREAD_BROKER_URL": settings.broker_url, "LONGREAD_MODEL_CACHE_DIR": str(settings.model_cache_dir),

@@ -55,7 +55,7 @@ def _env(s: Settings) -> dict[str, str]:
     }
 
 
-def Worker(settings: Settings, log: Path) -> WorkerGroup:  # noqa: N802 - reads as the class it makes
+def Worker(settings: Settings, log: Path) -> WorkerGroup:
     return WorkerGroup(worker_command(), _env(settings), log)
 
 

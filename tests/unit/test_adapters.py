@@ -14,7 +14,7 @@ from training.interpolate import interpolate_adapters  # noqa: E402
 
 
 @pytest.fixture
-def base(tmp_path, tokenizer):  # noqa: ANN001, ANN201
+def base(tmp_path, tokenizer):
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                          num_attention_heads=2, num_key_value_heads=2)  # fmt: skip
@@ -24,7 +24,7 @@ def base(tmp_path, tokenizer):  # noqa: ANN001, ANN201
     return path
 
 
-def _adapter(base_path, path, seed: int):  # noqa: ANN001, ANN202
+def _adapter(base_path, path, seed: int):
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_pretrained(base_path)
     lora = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"],

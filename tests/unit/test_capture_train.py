@@ -17,7 +17,7 @@ def test_doctests():
     assert doctest.testmod(capture_train).failed == 0
 
 
-def _tiny(tokenizer):  # noqa: ANN001, ANN202
+def _tiny(tokenizer):
     from peft import LoraConfig, get_peft_model
     from transformers import LlamaConfig, LlamaForCausalLM
 

@@ -17,7 +17,7 @@ class _Terminal(io.StringIO):
 
 
 @pytest.fixture
-def tty_stderr(monkeypatch, capsys):  # noqa: ANN201 - reads back what was drawn
+def tty_stderr(monkeypatch, capsys):
     """Bars on, as on a terminal (pytest puts its capture back on sys.stderr after fixtures run)."""
     monkeypatch.setattr(progress_module, "on_terminal", lambda: True)
     return lambda: capsys.readouterr().err

@@ -10,7 +10,7 @@ from inference.models import end_of_turn_from_config
 from training.policy import target_ids
 
 
-def test_supervised_targets_end_with_the_token_the_engines_stop_at(tokenizer, model_path):  # noqa: ANN001
+def test_supervised_targets_end_with_the_token_the_engines_stop_at(tokenizer, model_path):
     config = AutoConfig.from_pretrained(model_path)
     end_of_turn = tokenizer.convert_tokens_to_ids("<|im_end|>")
     turn = tokenizer.apply_chat_template([{"role": "assistant", "content": "x"}], tokenize=False)

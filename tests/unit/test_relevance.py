@@ -69,7 +69,7 @@ class _WordScorer:
     def __init__(self, word: str, weaker: str = "", weaker_score: float = 1.5) -> None:
         self.word, self.weaker, self.weaker_score = word, weaker, weaker_score
 
-    def score(self, chunk, questions):  # noqa: ANN001, ANN201
+    def score(self, chunk, questions):
         def one(s: str) -> float:
             return 3.0 if self.word in s else self.weaker_score if self.weaker and self.weaker in s else -5.0
 

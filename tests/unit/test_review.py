@@ -52,7 +52,7 @@ STEPS = [
 QUESTIONS = {category: question for category, _, question in REVIEW_QUESTIONS}
 
 
-def reading(answer: str | None, status: str = "done", reading_id: int = 1, steps=STEPS,  # noqa: ANN001
+def reading(answer: str | None, status: str = "done", reading_id: int = 1, steps=STEPS,
             category: str = "Governing Law") -> SimpleNamespace:  # fmt: skip
     return SimpleNamespace(id=reading_id, status=status, question=QUESTIONS[category], answer=answer,
                            timeline=lambda: list(steps))  # fmt: skip

@@ -19,7 +19,7 @@ MARKERS = ("model", "browser", "integration")
 
 
 @pytest.mark.parametrize("marks", [set(c) for n in range(4) for c in itertools.combinations(MARKERS, n)])
-def test_every_test_is_in_exactly_one_part(marks) -> None:  # noqa: ANN001
+def test_every_test_is_in_exactly_one_part(marks) -> None:
     chosen = [p.name for p in PARTS if Expression.compile(p.marker).evaluate(lambda name, **_: name in marks)]
     assert chosen == (["models and browser"] if marks & {"model", "browser"} else ["the rest"])
 
@@ -37,7 +37,7 @@ def test_the_suite_fails_if_either_part_fails() -> None:
     assert exit_code([5, 2]) == 2
 
 
-def test_the_runner_runs_both_parts_and_reports_a_failure_in_either(tmp_path) -> None:  # noqa: ANN001
+def test_the_runner_runs_both_parts_and_reports_a_failure_in_either(tmp_path) -> None:
     (tmp_path / "test_two.py").write_text(
         textwrap.dedent("""
         import pytest

@@ -39,7 +39,7 @@ from training.tasks.synthetic import _OPEN
 
 
 @pytest.fixture(scope="module")
-def mixed(tokenizer):  # noqa: ANN001, ANN201
+def mixed(tokenizer):
     return synthetic_tasks(tokenizer, "train", 2048, 12, seed=3, kinds=KINDS, facts_per_doc=2)
 
 

@@ -78,7 +78,7 @@ def test_governing_law_variants_take_their_share_and_plant_one_whole_clause() ->
     assert half.draw(3, 8) == half.draw(3, 8)  # resumable
 
 
-def test_facts_per_doc_plants_several_questions_in_one_synthetic_document(tokenizer) -> None:  # noqa: ANN001
+def test_facts_per_doc_plants_several_questions_in_one_synthetic_document(tokenizer) -> None:
     data = DataConfig(synthetic_kinds=["single-needle"], contracts=False, curriculum=[(2048, 10)], facts_per_doc=4)
     tasks = TaskSource(data, tokenizer, seed=0).draw(0, 4)
     (document,) = {t.document for t in tasks}  # one document, read for four questions

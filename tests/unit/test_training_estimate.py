@@ -9,7 +9,7 @@ from app.services.training_runs.estimate import BUILT_IN, _units, estimate_with,
 from training.config import make_config
 
 
-def config(sft: int, rl: int, tokens: int = 256, samples: int = 1, group: int = 2):  # noqa: ANN201
+def config(sft: int, rl: int, tokens: int = 256, samples: int = 1, group: int = 2):
     return make_config({"preset": "small", "sft_steps": sft, "rl_steps": rl, "chunk_tokens": 128, "memory_tokens": 32,
                         "sft_samples_per_step": samples, "samples_per_step": samples, "group_size": group,
                         "data": {"curriculum": [(tokens, sft + rl)], "contracts": False}})  # fmt: skip

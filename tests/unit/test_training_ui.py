@@ -29,7 +29,7 @@ from app.ui.training_views import (
 IMG = "<img src=x onerror=alert(1)>"
 
 
-def _run(**kw) -> RunView:  # noqa: ANN003
+def _run(**kw) -> RunView:
     fields = dict(id=7, name=f"tiny {IMG} **run**", status="failed", created_by="ada", created_at=datetime.now(UTC),
                   started_at=None, finished_at=None, step=2, total_steps=3, eta_s=None, queue_position=None,
                   attempts=1, error=None, start_version="base smollm2", version_id=None, evaluation=None, config={},

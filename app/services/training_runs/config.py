@@ -49,8 +49,8 @@ def run_config(selection: DataSelection, params: RunParams, start: dict, feedbac
     """The `small` preset, then the start version's fields, then the form's; RunError lists what to fix.
     `params.extra` may set any other field, and other data fields under "data", but not the reading sizes
     and template (READING): a version is read at the sizes it was trained for and a promoted run records
-    its own, so a run trains at its start version's (the form has none to offer). Other sizes: a version registered with them (`longread models add`), or a
-    config file (`longread train CONFIG --queue`)."""
+    its own, so a run trains at its start version's (the form has none to offer). Other sizes: a version
+    registered with them (`longread models add`), or a config file (`longread train CONFIG --queue`)."""
     extra = {k: v for k, v in params.extra.items() if k not in READING}
     data = {**extra.pop("data", {}), "synthetic_kinds": list(selection.synthetic_kinds),
             "curriculum": [(min(selection.lengths), 1)], "contracts": selection.contracts,
