@@ -50,12 +50,14 @@ def test_top_level_packages_import_one_way(package, forbidden):
 TRAINING_FEATURES = (
     "services/training_runs/",
     "services/train_runner.py",
+    "services/train_job.py",
     "services/evaluation.py",
     "services/registry.py",
     "services/bundled_versions.py",
     "cli/training.py",
     "cli/evaluate.py",
     "ui/training_ui.py",
+    "ui/training_form.py",
 )
 
 
