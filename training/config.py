@@ -121,6 +121,11 @@ class DataConfig(BaseModel):
         return self
 
 
+#: a bound on each phase's steps (about 290 days of 250-second steps): the run's estimate walks its steps, and
+#: a generated request with 10^18 of them kept the API busy for good (schemathesis, seed 9)
+MAX_STEPS = 100_000
+
+
 class TrainConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -147,8 +152,10 @@ class TrainConfig(BaseModel):
     memory_tokens: int = Field(128, ge=8, description="Most tokens of each memory the agent writes.")
     answer_tokens: int = Field(32, ge=4, description="Most tokens of the final answer.")
     # --- schedule --------------------------------------------------------------------------------
-    sft_steps: int = Field(0, ge=0, description="Supervised steps on oracle memory traces first (0: no warm start).")
-    rl_steps: int = Field(100, ge=0, description="GRPO steps after the SFT phase (0: SFT alone).")
+    sft_steps: int = Field(
+        0, ge=0, le=MAX_STEPS, description="Supervised steps on oracle memory traces first (0: no warm start)."
+    )
+    rl_steps: int = Field(100, ge=0, le=MAX_STEPS, description="GRPO steps after the SFT phase (0: SFT alone).")
     learning_rate: float = Field(
         1e-4, gt=0, description="Peak learning rate (AdamW); LoRA wants ~1e-4, full weights ~1e-6."
     )

@@ -102,3 +102,13 @@ def test_auto_device_is_the_cpu_without_a_gpu_and_a_gpu_always_has_an_index(monk
     # a bare `cuda` gets its index too: torch.cuda.set_device raised on it (the first run on an H200)
     assert pick_device("cuda") == torch.device("cuda", 3)
     assert pick_device("cuda:1") == torch.device("cuda", 1)
+
+
+def test_a_phase_of_more_steps_than_any_run_takes_is_refused(tmp_path: Path) -> None:
+    """The estimate walks a run's steps: 10^18 of them, from a generated API request, kept it busy for good."""
+    f = tmp_path / "run.toml"
+    f.write_text("rl_steps = 1000000000000000000\n")
+    with pytest.raises(ConfigError, match=r"rl_steps.*less than or equal to 100000"):
+        load_config(f)
+    f.write_text("rl_steps = 100000\n")
+    assert load_config(f).rl_steps == 100_000
