@@ -60,10 +60,14 @@ class ReadEvents:
             return {t.doc.upload: None, t.doc.info: f"**Upload refused:** {text_md(exc)}"}
         finally:
             file.unlink(missing_ok=True)
-        shown = self.show_document(doc.id, reading_id, saved)
+        # Another document was shown: its questions, pass, memory and answer go (as on a switch); questions
+        # typed before the first document are kept for it.
+        before = (saved or {}).get("document")
+        shown = self.show_document(doc.id, reading_id, saved) if before is None else self.on_switch(doc.id, None, saved)
         note = f"Already uploaded as #{doc.id}; its readings are below.  \n" if existing else ""
         menu = gr.update(choices=self.look.document_choices(), value=doc.id)
-        return shown | {t.doc.upload: None, t.doc.document: menu, t.doc.info: note + shown[t.doc.info]}
+        done = {t.doc.upload: None, t.doc.document: menu, t.doc.info: note + shown[t.doc.info], t.doc.actions.msg: ""}
+        return shown | done
 
     def show_document(self, document_id: int | None, reading_id: int | None, saved: dict | None) -> dict:
         """A document chosen (or uploaded): its info line and readings; a reading of another
@@ -78,11 +82,15 @@ class ReadEvents:
             return shown | {t.saved: saved}
         return shown | {t.saved: {**saved, "reading": None}} | t.reading.closed()
 
+    def on_choose(self, document_id: int | None, reading_id: int | None, saved: dict | None) -> dict:
+        """A person chose another document in the menu: as on_switch, and the last deletion's message goes."""
+        return self.on_switch(document_id, reading_id, saved) | {self.tab.doc.actions.msg: ""}
+
     def on_switch(self, document_id: int | None, reading_id: int | None, saved: dict | None) -> dict:
         """Another document chosen: its info and readings; the previous document's questions, pass, memory and
         answer go (show_document closes a reading of another document). Updates `ReadTab.cleared`."""
         t = self.tab
-        asked = {t.ask.question: "", t.ask.more: "", t.pass_ids: []}
+        asked = {t.ask.question: "", t.ask.more: "", t.pass_ids: [], t.details.panels.timeline.edit_msg: ""}
         return self.show_document(document_id, reading_id, saved) | asked | t.pass_view.hide()
 
     def on_parts(self, document_id: int | None) -> dict:
@@ -140,29 +148,42 @@ class ReadEvents:
             self.tab.ask.memory_tokens: gr.update(placeholder=f"{config.memory_tokens} (default)"),
         }
 
-    def on_ask(self, document_id: int | None, question: str, more: str, chunk: str, memory: str, saved: dict | None):
+    def on_ask(
+        self,
+        document_id: int | None,
+        question: str,
+        more: str,
+        chunk: str,
+        memory: str,
+        saved: dict | None,
+        open_id: int | None = None,
+    ) -> dict:
         """Ask the question, and any more (one a line): read together in one pass; the first one opens, the pass
-        shows side by side (pass_view.py)."""
-        t = self.tab
-        asked, view = self._ask(document_id, question, more, chunk, memory)
-        listed = {t.readings: self.look.reading_rows(document_id), t.pass_ids: asked}
-        opened = {t.saved: {**(saved or {}), "reading": view[t.reading.reading_id]}}
-        return view | listed | opened | t.pass_view.show(asked)
-
-    def _ask(self, document_id: int | None, question: str, more: str, chunk: str, memory: str) -> tuple[list, dict]:
-        view = self.tab.reading.view
-        if document_id is None:
-            return [], view(None, "Upload or choose a document first.")
+        shows side by side (pass_view.py). A refusal changes nothing but its message: over the open reading's
+        live status for NOTICE_S (which keeps updating), or in the status line when none is open."""
+        t, v = self.tab, self.tab.reading
         try:
-            questions = asked_questions(question, more)
-            sizes = parse_tokens(chunk, "chunk tokens"), parse_tokens(memory, "memory tokens")
-            asked = readings.ask(self.settings, document_id, questions, *sizes, user=self.me())
+            asked = self._ask(document_id, question, more, chunk, memory)
         except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
-            return [], view(None, f"**Cannot ask:** {text_md(exc)}")
+            message = f"**Cannot ask:** {text_md(exc)}"
+            if open_id is None:
+                return {v.status: message}
+            notice = (open_id, message, time.monotonic() + NOTICE_S)
+            return self.on_tick(open_id, notice) | {v.notice: notice}
         also = (f" ({len(asked) - 1} more question{'s' if len(asked) > 2 else ''} read in the same pass: "
                 "all of them side by side below)") if len(asked) > 1 else ""  # fmt: skip
-        queued = f"Queued: waiting for a worker…{also}"
-        return [r.id for r in asked], view(asked[0].id, queued, progress_bar(QUEUED, "queued"), reading=True)
+        view = v.view(asked[0], f"Queued: waiting for a worker…{also}", progress_bar(QUEUED, "queued"), reading=True)
+        listed = {t.readings: self.look.reading_rows(document_id), t.pass_ids: asked, v.notice: None}
+        opened = {t.saved: {**(saved or {}), "reading": asked[0]}}
+        return view | listed | opened | t.pass_view.show(asked)
+
+    def _ask(self, document_id: int | None, question: str, more: str, chunk: str, memory: str) -> list[int]:
+        """The ids of the readings asked; NotFound or ValueError says why none was."""
+        if document_id is None:
+            raise ValueError("upload or choose a document first.")
+        questions = asked_questions(question, more)
+        sizes = parse_tokens(chunk, "chunk tokens"), parse_tokens(memory, "memory tokens")
+        return [r.id for r in readings.ask(self.settings, document_id, questions, *sizes, user=self.me())]
 
     # The open reading.
 

@@ -43,7 +43,8 @@ class ReadTab:
     @property
     def cleared(self) -> list:
         """What switching documents updates (read_events.on_switch)."""
-        return [*self.shown, self.ask.question, self.ask.more, self.pass_ids, *self.pass_view.outputs]
+        return [*self.shown, self.ask.question, self.ask.more, self.pass_ids, *self.pass_view.outputs,
+                self.details.panels.timeline.edit_msg]  # fmt: skip
 
     @property
     def opened(self) -> list:

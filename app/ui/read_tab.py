@@ -43,9 +43,10 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):
 
 def _connect_document(tab: ReadTab, on: ReadEvents) -> None:
     doc, saved, reading_id = tab.doc, tab.saved, tab.reading.reading_id
-    doc.upload.upload(on.on_upload, [doc.upload, reading_id, saved], [doc.upload, doc.document, *tab.shown], **HIDDEN)
+    uploaded = [doc.upload, doc.document, doc.actions.msg, *tab.cleared]
+    doc.upload.upload(on.on_upload, [doc.upload, reading_id, saved], uploaded, **HIDDEN)
     # `input`, not `change`: a document set by the code (upload, reload) is shown by that code.
-    doc.document.input(on.on_switch, [doc.document, reading_id, saved], tab.cleared, **HIDDEN)
+    doc.document.input(on.on_choose, [doc.document, reading_id, saved], [doc.actions.msg, *tab.cleared], **HIDDEN)
     parts = [doc.actions.delete, doc.actions.dismiss, doc.actions.confirm_box, tab.reading_column, tab.readings]
     doc.document.change(on.on_parts, doc.document, [*parts, tab.review_panel.box, doc.shown], **HIDDEN)
     doc.actions.connect(doc.document, on.after_delete, [doc.document, reading_id, saved], [doc.document, *tab.cleared])
@@ -54,8 +55,8 @@ def _connect_document(tab: ReadTab, on: ReadEvents) -> None:
 def _connect_questions(ui: gr.Blocks, tab: ReadTab, on: ReadEvents) -> None:
     ask, pass_view = tab.ask, tab.pass_view
     asked = [ask.question, ask.more, ask.chunk_tokens, ask.memory_tokens]
-    outputs = [*tab.reading.outputs, tab.readings, tab.saved, tab.pass_ids, *pass_view.outputs]
-    ask.ask.click(on.on_ask, [tab.doc.document, *asked, tab.saved], outputs, **HIDDEN)
+    outputs = [*tab.reading.outputs, tab.reading.notice, tab.readings, tab.saved, tab.pass_ids, *pass_view.outputs]
+    ask.ask.click(on.on_ask, [tab.doc.document, *asked, tab.saved, tab.reading.reading_id], outputs, **HIDDEN)
     # The pass's own timer: it runs while a reading of the pass is queued or running (a retry starts it again).
     pass_view.timer.tick(pass_view.follow, [tab.pass_ids, pass_view.cards], pass_view.outputs, **HIDDEN)
     tab.reading.retry.click(lambda: gr.Timer(active=True), None, pass_view.timer, **HIDDEN)

@@ -16,7 +16,7 @@ from app.models import Checkpoint, Reading, ReadingStatus
 from app.services.runner import run_readings
 from app.settings import Settings
 from app.ui.read_views import diff_spans
-from tests.browser.uihelpers import watch
+from tests.browser.uihelpers import BROKEN_WORDS, watch
 from tests.conftest import ARTIFACTS
 from tests.fakes import FakeEngine
 
@@ -31,7 +31,8 @@ TEXT = "\n\n".join(f"Part {i}. The keeper logged ship {i} near island {i}. {SCRI
                    for i in range(1, 5))  # fmt: skip
 
 
-def _seed(server, document_id: int, text: str) -> int:  # a done reading of four steps, payloads in its memories
+def _seed(server, document_id: int, text: str, memories: list[str] = MEMORIES) -> int:
+    """A done reading of four steps, payloads in its memories."""
     url = Settings(data_dir=server.data_dir).resolved_database_url
     quarter = len(text) // 4
     spans = [(i * quarter, (i + 1) * quarter if i < 3 else len(text)) for i in range(4)]
@@ -43,7 +44,7 @@ def _seed(server, document_id: int, text: str) -> int:  # a done reading of four
                     answer="ships 1 to 4")  # fmt: skip
         s.add(r)
         s.flush()
-        for k, ((start, end), memory) in enumerate(zip(spans, MEMORIES), 1):
+        for k, ((start, end), memory) in enumerate(zip(spans, memories), 1):
             s.add(Checkpoint(reading_id=r.id, step=k, memory=memory, start_token=(k - 1) * 100, end_token=k * 100,
                              start_char=start, end_char=end, first_page=1, last_page=1, prompt_tokens=100,
                              completion_tokens=10, seconds=1.0))  # fmt: skip
@@ -183,3 +184,31 @@ def test_timeline_keyboard_diff_and_edit_and_resume(ui_page, ui_server, tokenize
         "#source-passage img, #source-passage script"
     ).count()
     assert not page.page_errors, page.page_errors
+
+
+def test_the_word_diff_wraps_between_words(ui_page, ui_server) -> None:
+    """A memory of long words, changed at every step: the diff's lines break between words, never inside one
+    ("com / mon", "Govern / mental" before)."""
+    page = ui_page
+    doc = page.request.post(ui_server.url + "/api/documents", multipart={"file": {
+        "name": "words.txt", "mimeType": "text/plain", "buffer": (TEXT + " words").encode()}}).json()  # fmt: skip
+    long = " ".join(["Governmental healthcare commonwealth indemnification notwithstanding"] * 8)
+    memories = [long, f"{long} counterparties", f"{long} counterparties subcontractors", f"{long} reimbursements"]
+    url = Settings(data_dir=ui_server.data_dir).resolved_database_url
+    with session_scope(url) as s:
+        from app.models import Document
+
+        text = s.get(Document, doc["id"]).text
+    _seed(ui_server, doc["id"], text, memories)
+    page.goto(ui_server.url + "/")
+    page.locator("#ask").wait_for(state="visible", timeout=60_000)
+    page.locator("#document input").fill("")
+    page.locator(f'ul[role=listbox] [role=option][aria-label^="#{doc["id"]} "]').click()
+    page.locator("#readings [role=gridcell]").filter(has_text="Which ships were logged?").first.click()
+    page.locator("#timeline").get_by_text("Timeline").first.click()
+    _wait_info(page, "Step 4 of 4")
+    page.locator("#step-diff .token").first.wait_for(timeout=30_000)
+    diff = page.locator("#step-diff .textfield").element_handle()
+    assert page.evaluate("el => el.getBoundingClientRect().height", diff) > 60  # several lines
+    assert page.evaluate(BROKEN_WORDS, diff) == []
+    page.screenshot(path=str(ARTIFACTS / "ui-diff-long-words.png"), full_page=True)

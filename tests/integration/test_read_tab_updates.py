@@ -46,8 +46,12 @@ def test_every_read_tab_handler_updates_only_its_events_outputs(settings, handle
     upload = tmp_path / "again.txt"
     upload.write_text(TEXT + " again")
     assert call("on_upload", str(upload), None, {}) and not upload.exists()
+    upload.write_text(TEXT + " and again")
+    after = call("on_upload", str(upload), None, {"document": doc.id})  # another document was shown: cleared
+    tab = handlers.events["on_upload"][0][0].__self__.tab
+    assert after[tab.ask.question] == "" and after[tab.doc.actions.msg] == ""
     for document_id in (doc.id, None):
-        call("on_switch", document_id, None, {})
+        call("on_choose", document_id, None, {})
         call("on_parts", document_id)
     call("on_restore", {"document": doc.id, "reading": None})
     call("on_defaults")
@@ -56,6 +60,10 @@ def test_every_read_tab_handler_updates_only_its_events_outputs(settings, handle
     asked = call("on_ask", doc.id, "Which island?", "Which ship?", "", "", {})
     reading_id = readings.document_readings(settings, doc.id)[-1].id
     assert "Queued" in str(list(asked.values()))
+    # Refused while a reading is open: its live view goes on under the refusal; nothing else changes.
+    refused = call("on_ask", doc.id, "", "", "", "", {}, reading_id)
+    assert tab.reading.reading_id not in refused and tab.reading.timer in refused and tab.ask.question not in refused
+    assert "Cannot ask" in refused[tab.reading.status] and refused[tab.reading.notice][0] == reading_id
     for name in ("on_tick", "on_cancel", "on_retry"):
         call(name, reading_id)
         call(name, None)
