@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from app.db import session_scope
-from app.models import Document
+from app.models import Checkpoint, Document, Reading, ReadingStatus
 from app.services import readings
 from app.services.runner import run_readings
 from app.settings import Settings
@@ -63,7 +63,7 @@ def _respond(prompt: str) -> str:
     return "\\boxed{answer from " + memory.split(":")[0] + "}"
 
 
-def test_deleting_a_document_asks_first_and_a_failed_upload_is_dismissed(ui_page, ui_server) -> None:
+def test_deleting_a_document_asks_first_and_a_failed_upload_is_dismissed(ui_page, ui_server, tmp_path) -> None:
     page = ui_page
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     dialogs, stray = watch(page, ui_server.url)
@@ -132,6 +132,13 @@ def test_deleting_a_document_asks_first_and_a_failed_upload_is_dismissed(ui_page
         assert page.locator(f"#{part}").is_visible(), part
     assert not page.locator("#dismiss-document").is_visible()
     assert not page.locator("#review-passage").is_visible()
+
+    # Another upload after the dismissal: the new document is shown, and the old message goes with the old one.
+    new = tmp_path / f"new-{tag}.txt"
+    new.write_text(TEXT + tag + " new", encoding="utf-8")
+    page.locator("#upload input[type=file]").set_input_files(str(new))
+    page.locator("#doc-info").get_by_text(f"new-{tag}.txt").wait_for(timeout=60_000)
+    page.wait_for_function("() => !(document.querySelector('#delete-msg')?.innerText || '').trim()", timeout=30_000)
 
     assert not dialogs, dialogs
     assert not stray, stray
@@ -257,4 +264,41 @@ def test_the_admin_tab_holds_the_users_and_the_status_line_names_the_model(ui_pa
     page.locator("#admin-users").wait_for(state="visible", timeout=30_000)
     page.locator("#users-table [role=gridcell]").filter(has_text="local").first.wait_for(timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "ui-admin-tab.png"), full_page=False)
+    assert not page.page_errors, page.page_errors
+
+
+def test_a_refused_ask_leaves_a_live_reading_running(ui_page, ui_server) -> None:
+    """Ask with no question while a reading runs: the refusal is said, and the reading's view goes on (the
+    memory stays, then follows the next step); it used to blank the memory and stop following the reading."""
+    page = ui_page
+    tag = uuid.uuid4().hex[:6]
+    doc = _upload(page, ui_server, f"live-{tag}.txt", (TEXT + tag).encode())
+    reading_id = _seed(ui_server, doc["id"], _text(ui_server, doc["id"]))
+    url = Settings(data_dir=ui_server.data_dir).resolved_database_url
+    with session_scope(url) as s:  # running, at step 2 of 4: steps 3 and 4 come later
+        r = s.get(Reading, reading_id)
+        r.status, r.cursor, r.answer, r.finished_at = ReadingStatus.running, 2, None, None
+        later = [c for c in r.checkpoints if c.step > 2]
+        for c in later:
+            s.delete(c)
+        s.flush()
+        step3 = {k: getattr(later[0], k) for k in ("step", "memory", "start_token", "end_token", "start_char",
+                 "end_char", "first_page", "last_page", "prompt_tokens", "completion_tokens", "seconds")}  # fmt: skip
+
+    _open_page(page, ui_server)
+    _choose(page, doc["id"])
+    page.locator("#readings [role=gridcell]").filter(has_text="Which ships were logged?").first.click()
+    step2 = "() => document.querySelector('#memory textarea').value.startsWith('ship 1 logged, ship 2')"
+    page.wait_for_function(step2, timeout=30_000)
+    page.locator("#question textarea").fill("")
+    page.locator("#ask").click()
+    page.locator("#status").get_by_text("Cannot ask").wait_for(timeout=30_000)
+    page.wait_for_function(step2, timeout=30_000)  # the memory is still step 2's (it was blanked for good)
+
+    with session_scope(url) as s:  # the worker stores step 3: the view follows it
+        s.add(Checkpoint(reading_id=reading_id, **step3))
+        s.get(Reading, reading_id).cursor = 3
+    page.wait_for_function("() => document.querySelector('#memory textarea').value.startsWith('ship 2')",
+                           timeout=30_000)  # fmt: skip
+    assert "chunk 3" in page.locator("#memory label").inner_text()
     assert not page.page_errors, page.page_errors
