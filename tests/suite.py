@@ -1,11 +1,12 @@
-"""The whole suite as two pytest processes at once (`make test`, CI): the tests that run a model or drive the
-browser, in order as one pytest run, and the rest beside them at a lower CPU priority.
+"""The whole suite as two pytest processes at once (`make test`, CI): the tests that run a model, drive the
+browser or race processes against the clock, in order as one pytest run, and the rest beside them at a lower
+CPU priority.
 
 Why two and why niced: the model and browser tests leave a 2-core machine's CPU idle for long stretches (a page
 polled, a server starting, a worker between steps), while the rest is plain Python that can fill those gaps. At
 nice 10 the rest gets a core only when the model side leaves one: the model side's waits, with their real-time
 limits, run about as fast as alone (two equal workers once made a vLLM chunk take 80 s, docs/testing.md).
-The two parts split the suite by marker: one is `model or browser`, the other its negation, so no test is
+The two parts split the suite by marker: one is `model or browser or timing`, the other its negation, so no test is
 left out or run twice. Each part has its own PostgreSQL database (tests/conftest.py); only the model side
 uses Redis.
 
@@ -26,7 +27,7 @@ import pytest
 
 from inference.vllm_server import cpu_flags
 
-MODELS = "model or browser"
+MODELS = "model or browser or timing"
 #: the rest's niceness: ~10% of a busy core's share against the model side's nice 0 (CFS weights 110 : 1024)
 REST_NICE = 10
 #: the suite's wall-time budget (docs/testing.md): CI stops at 90 minutes with the install, on either kind of

@@ -50,7 +50,8 @@ def page(chromium, trainer_server):
 def _shot(page, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.wait_for_timeout(600)  # the plots draw after their data arrives
-    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+    # A record, not a check: a long page drawn while a run trains took over the default 30 s on a 2-core AVX2 machine.
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True, timeout=120_000)
 
 
 def _text(

@@ -126,21 +126,23 @@ def test_a_bad_request_names_what_to_change_and_only_admins_may_act(sqlite_setti
 
 
 def test_a_run_trains_at_its_start_versions_reading_sizes_whatever_the_form_says(sqlite_settings):
-    """reading_config alone decides a run's sizes: the New run form's size boxes, pre-filled with the settings'
-    (app/ui/training_ui.py), replaced the start version's; they change nothing now, changed or not."""
+    """reading_config alone decides a run's sizes. The New run form's size boxes, pre-filled with the settings',
+    replaced the start version's; the form has none now, and sizes sent in the API's `extra` change nothing."""
     from app.services.models import register_version
-    from app.ui.training_views import parse_params
+    from app.ui.training_views import FORM, parse_params
 
+    assert not {"chunk_tokens", "memory_tokens", "answer_tokens", "template_set"} & set(FORM)
     s = sqlite_settings
     with session_scope(s.resolved_database_url) as db:
         wide = register_version(db, "wide", "smollm2", template_set="memagent", chunk_tokens=256, memory_tokens=64).id
-    untouched = {"sft_steps": 1, "rl_steps": 0, "chunk_tokens": s.chunk_tokens, "memory_tokens": s.memory_tokens}
-    for form in (untouched, {**untouched, "chunk_tokens": 512, "memory_tokens": 48}):
-        run = training_runs.start_run(s, SYNTHETIC, parse_params(form), start_version_id=wide)
+    untouched = parse_params({"sft_steps": 1, "rl_steps": 0})
+    sent = RunParams(sft_steps=1, rl_steps=0, extra={"chunk_tokens": 512, "memory_tokens": 48})
+    for params in (untouched, sent):
+        run = training_runs.start_run(s, SYNTHETIC, params, start_version_id=wide)
         sizes = [run.config[k] for k in ("chunk_tokens", "memory_tokens", "answer_tokens", "template_set")]
-        assert sizes == [256, 64, s.answer_tokens, "memagent"], form
+        assert sizes == [256, 64, s.answer_tokens, "memagent"], params
     # without a version of its own sizes, the settings' (what a reading with the bundled model gets)
-    run = training_runs.start_run(s, SYNTHETIC, parse_params(untouched))
+    run = training_runs.start_run(s, SYNTHETIC, untouched)
     assert (run.config["chunk_tokens"], run.config["memory_tokens"]) == (s.chunk_tokens, s.memory_tokens)
 
 
