@@ -1,13 +1,13 @@
-"""The whole suite as two pytest processes at once (`make test`, CI): the tests that run a model, drive the
-browser or race processes against the clock, in order as one pytest run, and the rest beside them at a lower
-CPU priority.
+"""The whole suite (`make test`, CI): first the few tests that race processes against the clock, alone; then two
+pytest processes at once: the tests that run a model or drive the browser, in order as one pytest run, and the
+rest beside them at a lower CPU priority.
 
 Why two and why niced: the model and browser tests leave a 2-core machine's CPU idle for long stretches (a page
 polled, a server starting, a worker between steps), while the rest is plain Python that can fill those gaps. At
 nice 10 the rest gets a core only when the model side leaves one: the model side's waits, with their real-time
 limits, run about as fast as alone (two equal workers once made a vLLM chunk take 80 s, docs/testing.md).
-The two parts split the suite by marker: one is `model or browser or timing`, the other its negation, so no test is
-left out or run twice. Each part has its own PostgreSQL database (tests/conftest.py); only the model side
+The parts split the suite by marker (`timing`; `model or browser` but not timing; neither), so no test is left
+out or run twice. Each part has its own PostgreSQL database (tests/conftest.py); only the model side
 uses Redis.
 
     .venv/bin/python -m tests.suite            # the whole suite; extra arguments go to both pytest runs
@@ -27,7 +27,7 @@ import pytest
 
 from inference.vllm_server import cpu_flags
 
-MODELS = "model or browser or timing"
+MODELS = "model or browser"
 #: the rest's niceness: ~10% of a busy core's share against the model side's nice 0 (CFS weights 110 : 1024)
 REST_NICE = 10
 #: the suite's wall-time budget (docs/testing.md): CI stops at 90 minutes with the install, on either kind of
@@ -43,7 +43,11 @@ class Part:
     nice: int
 
 
-PARTS = (Part("models and browser", MODELS, 0), Part("the rest", f"not ({MODELS})", REST_NICE))
+#: run first, with nothing beside them: tests that race processes against the clock (the vLLM supervisor's kill
+#: points left a process past their 20 s wait with the rest beside them, niced or not)
+ALONE = Part("against the clock", "timing", 0)
+PARTS = (Part("models and browser", f"({MODELS}) and not timing", 0),
+         Part("the rest", f"not ({MODELS} or timing)", REST_NICE))  # fmt: skip
 
 
 def cpu_kind() -> tuple[str, str]:
@@ -75,6 +79,8 @@ def exit_code(codes: list[int]) -> int:
 def main(args: list[str]) -> int:
     started = time.monotonic()
     env = {**os.environ, "LONGREAD_SUITE_PART": "1"}
+    print(f"===== {ALONE.name} (-m '{ALONE.marker}'), alone first =====", flush=True)
+    first = subprocess.run([*PYTEST, "-m", ALONE.marker, *args], env=env, check=False).returncode
     with tempfile.TemporaryDirectory(prefix="longread-suite-") as folder:
         logs = [Path(folder) / f"part{i}.log" for i in range(len(PARTS))]
         procs = []
@@ -96,7 +102,7 @@ def main(args: list[str]) -> int:
             print(f"\n===== {part.name} (-m '{part.marker}', nice {part.nice}): exit {code} =====", flush=True)
             sys.stdout.buffer.write(log.read_bytes())
     print(f"\n{budget_line(time.monotonic() - started)}", flush=True)
-    return exit_code(codes)
+    return exit_code([first, *codes])
 
 
 if __name__ == "__main__":

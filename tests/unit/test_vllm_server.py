@@ -19,8 +19,8 @@ import pytest
 from inference.engines.base import EngineError
 from inference.vllm_server import DEFAULT_ARGS, VLLMServer, cpu_dtype, group_alive
 
-#: a parent killed milliseconds into a start-up, and a group cleared within seconds: on the model side's un-niced
-#: process (tests/suite.py); niced under a training step, one kill point's processes outlived the 20 s wait
+#: a parent killed milliseconds into a start-up, and a group cleared within seconds: run first, alone (tests/suite.py);
+#: with the rest of the suite beside them, niced or not, one kill point's processes outlived the 20 s wait
 pytestmark = pytest.mark.timing
 
 FAKE_SERVER = textwrap.dedent(
