@@ -44,7 +44,7 @@ chromium:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
 
 # Unbuffered, so that a run stopped at CI's time limit shows how far it got; the slowest tests at the end.
-# tests/suite.py runs the model and browser tests and, beside them at a lower priority, the rest.
+# tests/suite.py runs the timing tests alone, then the model and browser tests with the rest beside them (niced).
 test: install chromium vllm
 	PYTHONUNBUFFERED=1 GRADIO_ANALYTICS_ENABLED=False $(PY) -m tests.suite
 

@@ -68,8 +68,8 @@ def budget_line(wall_s: float) -> str:
 
 
 def exit_code(codes: list[int]) -> int:
-    """The suite fails if either part does (its first failing code). A part with nothing to run (pytest's 5, when
-    the arguments name only tests of the other part) is no failure, unless neither part had any."""
+    """The suite fails if any part does (its first failing code). A part with nothing to run (pytest's 5, when
+    the arguments name only tests of other parts) is no failure, unless no part had any."""
     failing = [code for code in codes if code not in (0, pytest.ExitCode.NO_TESTS_COLLECTED)]
     if failing:
         return failing[0]
