@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from app.ui.passages import build_passage_view
 from app.ui.read_views import BRANCH_COLUMNS, DIFF_COLORS, SOURCE_COLUMNS
+from app.ui.tables import table
 
 
 @dataclass(frozen=True)
@@ -80,28 +82,9 @@ class Provenance:
 def build_provenance() -> Provenance:
     label = "Where it came from: each sentence of the memory and the answer, and its passage"
     with gr.Accordion(label, open=False, elem_id="provenance") as box:
-        sources = gr.Dataframe(
-            value=[],
-            headers=SOURCE_COLUMNS,
-            type="array",
-            interactive=False,
-            wrap=True,
-            max_height=300,
-            elem_id="sources",
-            column_widths=["10%", "55%", "12%", "23%"],
-        )
+        sources = table(SOURCE_COLUMNS, "sources", max_height=300, column_widths=["10%", "55%", "12%", "23%"])
         note = gr.Markdown(elem_id="source-note", latex_delimiters=[])
-        with gr.Row():
-            passage = gr.HighlightedText(
-                label="The passage, in its place in the document",
-                combine_adjacent=False,
-                show_legend=False,
-                show_inline_category=False,
-                color_map={"source": "yellow"},
-                visible=False,  # until a sentence is chosen (open_passage)
-                elem_id="source-passage",
-            )
-            page = gr.HTML(visible=False, elem_id="source-page")
+        passage, page = build_passage_view("source", "source")
         spans = gr.State([])
     return Provenance(box, sources, spans, passage, note, page)
 
@@ -115,18 +98,9 @@ class Branches:
 def build_branches() -> Branches:
     with gr.Group(elem_id="branches-box"):
         note = gr.Markdown(elem_id="branches-note", latex_delimiters=[])
-        table = gr.Dataframe(
-            value=[],
-            headers=BRANCH_COLUMNS,
-            type="array",
-            interactive=False,
-            wrap=True,
-            max_height=260,
-            elem_id="branches",
-            label="Branches: this reading's family as a tree (choose one to open it)",
-            column_widths=["8%", "52%", "12%", "28%"],
-        )
-    return Branches(note, table)
+        branches = table(BRANCH_COLUMNS, "branches", max_height=260, column_widths=["8%", "52%", "12%", "28%"],
+                         label="Branches: this reading's family as a tree (choose one to open it)")  # fmt: skip
+    return Branches(note, branches)
 
 
 @dataclass(frozen=True)

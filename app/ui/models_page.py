@@ -11,8 +11,9 @@ from app.db import session_scope
 from app.services import registry
 from app.services.models import activate_version
 from app.ui.admin_context import REFUSED, Admin
+from app.ui.tables import table
 from app.ui.text import text_md
-from app.ui.training_views import MODEL_COLUMNS, model_rows, table
+from app.ui.training_views import MODEL_COLUMNS, model_rows
 
 
 @dataclass(eq=False)  # eq=False: hashable, as Gradio needs its handlers (these bound methods) to be

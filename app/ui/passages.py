@@ -12,6 +12,23 @@ from app.settings import Settings
 from app.ui.read_views import page_image_html
 
 
+def build_passage_view(category: str, elem_prefix: str) -> tuple[gr.HighlightedText, gr.HTML]:
+    """The passage, highlighted in its place, and beside it the PDF page it is printed on, both hidden until one is
+    opened (open_passage); `category` names the highlight, `elem_prefix` the ids (`-passage`, `-page`)."""
+    with gr.Row():
+        passage = gr.HighlightedText(
+            label="The passage, in its place in the document",
+            combine_adjacent=False,
+            show_legend=False,
+            show_inline_category=False,
+            color_map={category: "yellow"},
+            visible=False,
+            elem_id=f"{elem_prefix}-passage",
+        )
+        page = gr.HTML(visible=False, elem_id=f"{elem_prefix}-page")
+    return passage, page
+
+
 def chosen_row(evt: gr.SelectData) -> int:
     """The row of a table's select event (its index is [row, column])."""
     return evt.index[0] if isinstance(evt.index, list | tuple) else evt.index

@@ -19,6 +19,7 @@ from app.ui.read_lookups import Lookups
 from app.ui.read_views import READING_COLUMNS
 from app.ui.reading_details import ReadingDetails, build_reading_details
 from app.ui.review_panel import ReviewPanel, build_review_panel
+from app.ui.tables import table
 
 
 @dataclass
@@ -63,14 +64,10 @@ def build_read_layout(settings: Settings, me: Callable[[], UserView | None]) -> 
             pass_view = build_pass_view(settings, me)
             pass_ids = gr.State([])
             details = build_reading_details(settings, me)
-    readings = gr.Dataframe(
-        value=[],
-        headers=READING_COLUMNS,
-        type="array",
-        interactive=False,
-        wrap=True,
+    readings = table(
+        READING_COLUMNS,
+        "readings",
         max_height=360,
-        elem_id="readings",
         label="Readings of this document: choose one to open it",
         column_widths=["6%", "30%", "12%", "30%", "10%", "12%"],
     )

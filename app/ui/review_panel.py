@@ -16,7 +16,8 @@ from app.services import review
 from app.services.errors import NotFound
 from app.services.users import UserView
 from app.settings import Settings
-from app.ui.passages import chosen_row, no_passage, open_passage
+from app.ui.passages import build_passage_view, chosen_row, no_passage, open_passage
+from app.ui.tables import table
 from app.ui.text import text_md
 
 REVIEW_COLUMNS = ["Category", "Answer", "Pages", "Passage (choose a row to open it on its page)"]
@@ -176,27 +177,8 @@ def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) ->
             csv_file = gr.DownloadButton("Download CSV", visible=False, size="sm", elem_id="review-csv")
             md_file = gr.DownloadButton("Download Markdown", visible=False, size="sm", elem_id="review-md")
         status = gr.Markdown(elem_id="review-status", latex_delimiters=[])
-        table = gr.Dataframe(
-            value=[],
-            headers=REVIEW_COLUMNS,
-            type="array",
-            interactive=False,
-            wrap=True,
-            max_height=420,
-            elem_id="review-table",
-            column_widths=["20%", "25%", "10%", "45%"],
-        )
+        rows = table(REVIEW_COLUMNS, "review-table", max_height=420, column_widths=["20%", "25%", "10%", "45%"])
         note = gr.Markdown(elem_id="review-note", latex_delimiters=[])
-        with gr.Row():
-            passage = gr.HighlightedText(
-                label="The passage, in its place in the document",
-                combine_adjacent=False,
-                show_legend=False,
-                show_inline_category=False,
-                color_map={"evidence": "yellow"},
-                visible=False,  # until a row is opened (open_passage)
-                elem_id="review-passage",
-            )
-            page = gr.HTML(visible=False, elem_id="review-page")
-    out = Shown(status, table, gr.State([]), csv_file, md_file, passage, note, page, gr.State(None))
+        passage, page = build_passage_view("evidence", "review")
+    out = Shown(status, rows, gr.State([]), csv_file, md_file, passage, note, page, gr.State(None))
     return ReviewPanel(settings, me, box, start, which, out, review_id=gr.State(None))

@@ -13,6 +13,7 @@ import gradio as gr
 from app.services import training_runs
 from app.services.training_runs import DataSelection
 from app.ui.admin_context import REFUSED, Admin
+from app.ui.tables import table
 from app.ui.text import text_md
 from app.ui.training_views import (
     FEEDBACK_COLUMNS,
@@ -21,7 +22,6 @@ from app.ui.training_views import (
     feedback_rows,
     one_line,
     parse_selection,
-    table,
 )
 
 

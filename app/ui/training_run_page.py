@@ -11,6 +11,7 @@ import gradio as gr
 
 from app.services import training_runs
 from app.ui.admin_context import REFUSED, Admin
+from app.ui.tables import table
 from app.ui.text import text_md
 from app.ui.training_views import (
     COLORS,
@@ -26,7 +27,6 @@ from app.ui.training_views import (
     describe_samples,
     eval_view,
     run_rows,
-    table,
 )
 
 #: statuses a run's page follows live

@@ -169,11 +169,6 @@ def curve_frame(points: list[dict[str, Any]]) -> pd.DataFrame:
     )
 
 
-def table(headers: list[str], elem_id: str, **kw: Any) -> gr.Dataframe:
-    """A read-only table, empty until an event fills it, its cells' text wrapped."""
-    return gr.Dataframe(value=[], headers=headers, type="array", interactive=False, wrap=True, elem_id=elem_id, **kw)
-
-
 #: metrics that are fractions: their y axis is 0 to 1 whatever the values, with room for a point at either end
 FRACTIONS = {"reward", "accuracy", "clip_fraction"}
 FRACTION_LIM = [-0.05, 1.05]
