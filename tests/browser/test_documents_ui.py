@@ -293,6 +293,7 @@ def test_a_refused_ask_leaves_a_live_reading_running(ui_page, ui_server) -> None
     page.locator("#ask").click()
     page.locator("#status").get_by_text("Cannot ask").wait_for(timeout=30_000)
     page.wait_for_function(step2, timeout=30_000)  # the memory is still step 2's (it was blanked for good)
+    page.screenshot(path=str(ARTIFACTS / "ui-refused-ask-live.png"), full_page=False)
 
     with session_scope(url) as s:  # the worker stores step 3: the view follows it
         s.add(Checkpoint(reading_id=reading_id, **step3))
