@@ -258,7 +258,8 @@ def test_the_admin_tab_holds_the_users_and_the_status_line_names_the_model(ui_pa
     _open_page(page, ui_server)
     assert not page.locator("#admin-users").is_visible()  # not on the Read tab any more
     page.locator("#health").get_by_text("Model version:").wait_for(timeout=30_000)
-    assert "Model version: smollm2-reader" in page.locator("#health").inner_text()  # seeded and active
+    health = page.locator("#health").inner_text()
+    assert "Model version: Longread reader (keeps sentences), version #" in health, health  # seeded and active
     page.get_by_role("tab", name="Admin", exact=True).click()
     page.locator("#admin-users").wait_for(state="visible", timeout=30_000)
     page.locator("#users-table [role=gridcell]").filter(has_text="local").first.wait_for(timeout=30_000)
