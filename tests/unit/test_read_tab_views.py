@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import doctest
 import html
 from datetime import datetime
 
 from app.services.document_deletion import DeletionView
 from app.services.health import Health
 from app.services.views import CheckpointView, ProgressView, ReadingView
+from app.ui import read_views
 from app.ui.document_actions import confirm_text
 from app.ui.pass_view import pass_cards_html
 from app.ui.read_views import describe_health, describe_progress, page_parts
@@ -72,3 +74,9 @@ def test_a_failed_upload_shows_only_dismiss_and_a_readable_document_the_rest() -
         assert parts.reading and parts.delete and not parts.dismiss, status
     nothing = page_parts(None)  # no document chosen (or it is gone): ask is there, to say "choose one first"
     assert nothing.reading and not nothing.delete and not nothing.dismiss
+
+
+def test_doctests() -> None:
+    """read_views' examples: a PDF's pages by their printed labels (printed_pages)."""
+    result = doctest.testmod(read_views)
+    assert result.attempted > 0 and result.failed == 0
