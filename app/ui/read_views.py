@@ -75,14 +75,28 @@ class PageParts:
 
     delete: bool  #: the Delete button
     dismiss: bool  #: the Dismiss button
-    reading: bool  #: asking, the open reading (memory, answer, timeline, feedback), the readings, the review
+    asking: bool  #: the question box and Ask (a question typed before the first document is kept for it)
+    reading: bool  #: the open reading (memory, answer, timeline, feedback), the readings, the review
+    first_step: bool  #: what to do first: upload a document or choose one (first_step_text)
 
 
 def page_parts(status: str | None) -> PageParts:
-    """The parts for a document of this status (None: no document, or one that is gone). A failed upload has
-    nothing to read: only its title, its error (the info line) and Dismiss."""
-    failed = status == "failed"
-    return PageParts(delete=status is not None and not failed, dismiss=failed, reading=not failed)
+    """The parts for a document of this status (None: no document, or one that is gone). None has nothing to read
+    yet: what to do first, and the question box (its Ask says to choose a document). A failed upload has nothing
+    to read either: only its title, its error (the info line) and Dismiss."""
+    failed, none = status == "failed", status is None
+    return PageParts(delete=not none and not failed, dismiss=failed, asking=not failed, reading=not none and not failed,
+                     first_step=none)  # fmt: skip
+
+
+def first_step_text(max_upload_mb: int) -> str:
+    """The Read tab's first step, shown while no document is chosen."""
+    return (
+        f"**Start here:** upload a document below ({', '.join(FORMAT_NAMES.values())}; at most {max_upload_mb} "
+        "MiB), or choose one you uploaded from **Document**. Then ask it a question: the agent reads the whole "
+        "document, chunk by chunk, and answers from its notes; the answer, its memory and the passages it came "
+        "from show beside."
+    )
 
 
 def started(e: EstimateView) -> str:
