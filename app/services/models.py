@@ -31,10 +31,27 @@ from app.services.errors import NotFound, valid_id
 from app.services.users import UserView, require_admin
 from app.settings import Settings
 from inference.agent import MEMORY_POLICIES
-from inference.models import BUNDLED, READER, model_folder
+from inference.models import BUNDLED, EXTRACTIVE_READER, READER, model_folder
 from inference.templates import TEMPLATE_SETS
 
 ENGINES = ("vllm-local", "transformers", "openai")
+#: The bundled versions as a newcomer can tell them apart: what the page shows for them (the Models tab, the
+#: training form, the header's model line). The database, the API and the CLI keep the stored names.
+BUNDLED_LABELS = {
+    BUNDLED: "SmolLM2-135M, untrained",
+    READER: "Longread reader (rewrites its memory)",
+    EXTRACTIVE_READER: "Longread reader (keeps sentences)",
+}
+
+
+def version_label(name: str) -> str:
+    """How the page names a model version (or the settings' model): a bundled one by what it is, any other by
+    its stored name.
+
+    >>> version_label("smollm2-reader-extractive"), version_label("run-3: contracts")
+    ('Longread reader (keeps sentences)', 'run-3: contracts')
+    """
+    return BUNDLED_LABELS.get(name, name)
 
 
 class ModelVersionError(ValueError):

@@ -59,8 +59,9 @@ def build_ui(settings: Settings) -> gr.Blocks:
         with session_scope(url) as s:
             h = health.health(s)
             version = models.active_version(s)
-            model = (f"{version.name} (version #{version.id})" if version else
-                     f"{settings.model} (the configured model: no version is active)")  # fmt: skip
+            label = models.version_label(version.name if version else settings.model)
+            which = f"version #{version.id}" if version else "the configured model (no version is active)"
+            model = f"{label}, {which}"
         failed = h.engine_state == "failed"
         return describe_health(h, model), gr.update(value=h.detail if failed else "", visible=failed)
 

@@ -9,11 +9,11 @@ import gradio as gr
 
 from app.db import session_scope
 from app.services import registry
-from app.services.models import activate_version
+from app.services.models import activate_version, version_label
 from app.ui.admin_context import REFUSED, Admin
 from app.ui.tables import table
 from app.ui.text import text_md
-from app.ui.training_views import MODEL_COLUMNS, model_rows
+from app.ui.training_views import ANSWERS_RIGHT, MODEL_COLUMNS, base_label, model_rows
 
 
 @dataclass(eq=False)  # eq=False: hashable, as Gradio needs its handlers (these bound methods) to be
@@ -35,9 +35,7 @@ class ModelsPage:
             versions = registry.registry(settings, user=self.admin.me())
         except REFUSED as exc:
             return {self.table: [], self.msg: f"**Cannot list the model versions:** {text_md(exc)}"}
-        choices = [(f"base: {settings.model} (no version)", 0)] + [
-            (f"#{v['id']} {v['name']}", v["id"]) for v in versions
-        ]
+        choices = [(base_label(settings), 0)] + [(f"#{v['id']} {version_label(v['name'])}", v["id"]) for v in versions]
         return {
             self.table: model_rows(settings, versions),
             self.pick_version: gr.update(choices=choices, value=None),
@@ -58,7 +56,8 @@ class ModelsPage:
                 name = v.name if v else None
         except REFUSED as exc:
             return self.show(f"**Cannot switch:** {text_md(exc)}")
-        now = f"version #{int(version_id)} {text_md(name)}" if name else f"the base model {text_md(settings.model)}"
+        now = (f"version #{int(version_id)} {text_md(version_label(name))}" if name else
+               f"the base model {text_md(version_label(settings.model))}")  # fmt: skip
         return self.show(f"New readings now use {now}; readings in flight finish on the version they began with.")
 
     def connect(self, tab: gr.Tab) -> None:
@@ -70,7 +69,10 @@ def build_models_page(admin: Admin) -> ModelsPage:
     """The page's components, in the current layout context (the Models tab)."""
     gr.Markdown(
         "### Model versions\nThe active version reads new questions; readings in flight finish on the "
-        "version they began with. Lineage: the base, then each run and the version it was promoted to."
+        "version they began with. Lineage: the base, then each run and the version it was promoted to, by the "
+        f"names the API and `longread models` use. {ANSWERS_RIGHT} The sets: planted facts in documents of "
+        "2K tokens and longer, contract categories, contract clauses whose answer is Yes or No, questions on "
+        "books."
     )
     versions = table(MODEL_COLUMNS, "models-table", column_widths=["5%", "17%", "8%", "30%", "15%", "15%", "10%"])
     with gr.Row():

@@ -18,6 +18,7 @@ class OpenReading:
     retry: gr.Button
     memory: gr.Textbox
     answer: gr.Textbox
+    body: gr.Column  #: all but the status line (where a refused Ask says why): hidden with no document chosen
     #: the page's 1-second timer; it lives outside the tabs (so it runs whichever is open): read_tab's connect sets it
     timer: gr.Timer | None = field(default=None)
 
@@ -50,13 +51,14 @@ class OpenReading:
 
 
 def build_open_reading() -> OpenReading:
-    """The view's components, in the current layout context."""
+    """The view's components, in the current layout context; its body hidden until a document is chosen."""
     reading_id, notice = gr.State(None), gr.State(None)
     status = gr.Markdown(elem_id="status", latex_delimiters=[])
-    bar = gr.HTML(elem_id="progress")
-    with gr.Row():
-        cancel = gr.Button("Cancel reading", size="sm", elem_id="cancel")
-        retry = gr.Button("Resume reading", size="sm", elem_id="retry")
-    memory = gr.Textbox(label="Agent memory", lines=6, interactive=False, elem_id="memory")
-    answer = gr.Textbox(label="Answer", interactive=False, elem_id="answer")
-    return OpenReading(reading_id, notice, status, bar, cancel, retry, memory, answer)
+    with gr.Column(visible=False, elem_id="reading-body") as body:
+        bar = gr.HTML(elem_id="progress")
+        with gr.Row():
+            cancel = gr.Button("Cancel reading", size="sm", elem_id="cancel")
+            retry = gr.Button("Resume reading", size="sm", elem_id="retry")
+        memory = gr.Textbox(label="Agent memory", lines=6, interactive=False, elem_id="memory")
+        answer = gr.Textbox(label="Answer", interactive=False, elem_id="answer")
+    return OpenReading(reading_id, notice, status, bar, cancel, retry, memory, answer, body)

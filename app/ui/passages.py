@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import gradio as gr
 
-from app.services import provenance
+from app.services import documents, provenance
 from app.services.errors import NotFound
 from app.services.users import UserView
 from app.settings import Settings
 from app.ui.read_views import page_image_html
+from app.ui.text import text_md
 
 
 def build_passage_view(category: str, elem_prefix: str) -> tuple[gr.HighlightedText, gr.HTML]:
@@ -39,6 +40,14 @@ def no_passage(note: str = "") -> tuple:
     return gr.update(value=[], visible=False), note, gr.update(value="", visible=False)
 
 
+def _labels(settings: Settings, user: UserView | None, document_id: int) -> list[str]:
+    """The document's page labels (a PDF's printed page numbers: read_views.printed_pages); none if it is gone."""
+    try:
+        return [p.label for p in documents.show_document(settings, document_id, user=user).page_map or []]
+    except NotFound:
+        return []
+
+
 def open_passage(
     settings: Settings,
     user: UserView | None,
@@ -59,6 +68,9 @@ def open_passage(
     image = gr.update(value="", visible=False)
     if pdf_page:
         document_id, page = (int(x) for x in pdf_page)
-        note += f", printed on page {page} of the PDF (beside it, highlighted)"
+        labels = _labels(settings, user, document_id)
+        printed, place = labels[page - 1] if 0 < page <= len(labels) else str(page), f"page {page} of the PDF"
+        note += (f", printed on {place} (beside it, highlighted)" if printed == str(page) else
+                 f", printed on page {text_md(printed)} ({place}, beside it, highlighted)")  # fmt: skip
         image = gr.update(value=page_image_html(document_id, page, int(start), int(end)), visible=True)
     return gr.update(value=[(before, None), (passage, label), (after, None)], visible=True), note + ".", image

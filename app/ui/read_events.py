@@ -94,13 +94,15 @@ class ReadEvents:
         return self.show_document(document_id, reading_id, saved) | asked | t.pass_view.hide()
 
     def on_parts(self, document_id: int | None) -> dict:
-        """Only what applies to the chosen document (page_parts): Delete or Dismiss, no confirmation open, and
-        the question column, the readings and the review unless it is a failed upload; its id for the timers."""
+        """Only what applies to the chosen document (page_parts): Delete or Dismiss, no confirmation open, the
+        question column unless it is a failed upload, the open reading, the readings and the review if it can be
+        read, and with none chosen the first step; its id for the timers."""
         t = self.tab
         doc = self.look.document(document_id)
         p = page_parts(doc.status if doc else None)
         visible = {t.doc.actions.delete: p.delete, t.doc.actions.dismiss: p.dismiss, t.doc.actions.confirm_box: False}
-        visible |= {part: p.reading for part in (t.reading_column, t.readings, t.review_panel.box)}
+        visible |= {t.reading_column: p.asking, t.doc.first_step: p.first_step}
+        visible |= {part: p.reading for part in t.need_document}
         shown = {t.doc.shown: doc.id if doc else None}
         return {part: gr.update(visible=v) for part, v in visible.items()} | shown
 

@@ -31,10 +31,16 @@ class ReadTab:
     pass_ids: gr.State  #: the readings of the last pass asked here (several questions at once)
     details: ReadingDetails  #: the open reading's timeline, provenance, branches, comparison and feedback
     reading_column: gr.Column  #: the question, the open reading and its details (hidden for a failed upload)
+    reading_parts: gr.Column  #: the pass and the open reading's details (hidden while no document is chosen)
     readings: gr.Dataframe  #: the document's readings
     review_panel: ReviewPanel
     #: the document and reading open in this browser (page-wide, outside the tabs): read_tab's connect sets it
     saved: gr.BrowserState | None = field(default=None)
+
+    @property
+    def need_document(self) -> list:
+        """What shows only with a readable document chosen (read_events.on_parts); hidden when the page opens."""
+        return [self.reading.body, self.reading_parts, self.readings, self.review_panel.box]
 
     @property
     def shown(self) -> list:
@@ -61,15 +67,18 @@ def build_read_layout(settings: Settings, me: Callable[[], UserView | None]) -> 
         with gr.Column(scale=2) as reading_column:
             ask = build_question_panel()
             reading = build_open_reading()
-            pass_view = build_pass_view(settings, me)
-            pass_ids = gr.State([])
-            details = build_reading_details(settings, me)
+            with gr.Column(visible=False) as reading_parts:
+                pass_view = build_pass_view(settings, me)
+                pass_ids = gr.State([])
+                details = build_reading_details(settings, me)
     readings = table(
         READING_COLUMNS,
         "readings",
         max_height=360,
         label="Readings of this document: choose one to open it",
         column_widths=["6%", "30%", "12%", "30%", "10%", "12%"],
+        visible=False,
     )
     review_panel = build_review_panel(settings, me)
-    return ReadTab(doc, ask, reading, pass_view, pass_ids, details, reading_column, readings, review_panel)
+    return ReadTab(doc, ask, reading, pass_view, pass_ids, details, reading_column, reading_parts, readings,
+                   review_panel)  # fmt: skip

@@ -47,8 +47,8 @@ def _connect_document(tab: ReadTab, on: ReadEvents) -> None:
     doc.upload.upload(on.on_upload, [doc.upload, reading_id, saved], uploaded, **HIDDEN)
     # `input`, not `change`: a document set by the code (upload, reload) is shown by that code.
     doc.document.input(on.on_choose, [doc.document, reading_id, saved], [doc.actions.msg, *tab.cleared], **HIDDEN)
-    parts = [doc.actions.delete, doc.actions.dismiss, doc.actions.confirm_box, tab.reading_column, tab.readings]
-    doc.document.change(on.on_parts, doc.document, [*parts, tab.review_panel.box, doc.shown], **HIDDEN)
+    parts = [doc.actions.delete, doc.actions.dismiss, doc.actions.confirm_box, tab.reading_column, doc.first_step]
+    doc.document.change(on.on_parts, doc.document, [*parts, *tab.need_document, doc.shown], **HIDDEN)
     doc.actions.connect(doc.document, on.after_delete, [doc.document, reading_id, saved], [doc.document, *tab.cleared])
 
 

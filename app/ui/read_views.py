@@ -16,12 +16,34 @@ from app.ui.text import fmt_seconds, text_md
 
 def pages_label(first: int, last: int, unit: str = "page", labels: list[str] | None = None) -> str:
     """Where a chunk came from: "page 3", "pages 3–4", or for sections their headings too:
-    "section 2: Chapter 1", "sections 2–3: Chapter 1 – Chapter 2"."""
+    "section 2: Chapter 1", "sections 2–3: Chapter 1 – Chapter 2". A PDF's pages by the numbers printed on them
+    where its page labels say so, their place in the file after: "page 81 (page 98 of the PDF)"."""
     span = f"{unit} {first}" if first == last else f"{unit}s {first}–{last}"
-    if unit == "page" or not labels or last > len(labels) or {labels[first - 1], labels[last - 1]} == {"Start"}:
+    if unit == "page":
+        return printed_pages(first, last, labels)
+    if not labels or last > len(labels) or {labels[first - 1], labels[last - 1]} == {"Start"}:
         return span
     names = labels[first - 1] if first == last else f"{labels[first - 1]} – {labels[last - 1]}"
     return f"{span}: {names}"
+
+
+def printed_pages(first: int, last: int, labels: list[str] | None = None) -> str:
+    """PDF pages `first`–`last` (1-based places in the file) as the reader finds them: by the labels printed on
+    them (pypdf's page labels: "iv", "81"), with their place in the file where a label differs from it; by the
+    place alone where there are no labels.
+
+    >>> printed_pages(98, 98, [str(i - 17) for i in range(1, 120)]), printed_pages(2, 3, ["i", "1", "2"])
+    ('page 81 (page 98 of the PDF)', 'pages 1–2 (pages 2–3 of the PDF)')
+    >>> printed_pages(4, 4, [str(i) for i in range(1, 9)]), printed_pages(4, 5, None)
+    ('page 4', 'pages 4–5')
+    """
+    span = f"page {first}" if first == last else f"pages {first}–{last}"
+    if not labels or not 1 <= first <= last <= len(labels):
+        return span
+    if (labels[first - 1], labels[last - 1]) == (str(first), str(last)):  # printed as placed: nothing to add
+        return span
+    printed = f"page {labels[first - 1]}" if first == last else f"pages {labels[first - 1]}–{labels[last - 1]}"
+    return f"{printed} ({span} of the PDF)"
 
 
 def describe_document(d: DocumentView) -> str:
@@ -53,14 +75,28 @@ class PageParts:
 
     delete: bool  #: the Delete button
     dismiss: bool  #: the Dismiss button
-    reading: bool  #: asking, the open reading (memory, answer, timeline, feedback), the readings, the review
+    asking: bool  #: the question box and Ask (a question typed before the first document is kept for it)
+    reading: bool  #: the open reading (memory, answer, timeline, feedback), the readings, the review
+    first_step: bool  #: what to do first: upload a document or choose one (first_step_text)
 
 
 def page_parts(status: str | None) -> PageParts:
-    """The parts for a document of this status (None: no document, or one that is gone). A failed upload has
-    nothing to read: only its title, its error (the info line) and Dismiss."""
-    failed = status == "failed"
-    return PageParts(delete=status is not None and not failed, dismiss=failed, reading=not failed)
+    """The parts for a document of this status (None: no document, or one that is gone). None has nothing to read
+    yet: what to do first, and the question box (its Ask says to choose a document). A failed upload has nothing
+    to read either: only its title, its error (the info line) and Dismiss."""
+    failed, none = status == "failed", status is None
+    return PageParts(delete=not none and not failed, dismiss=failed, asking=not failed, reading=not none and not failed,
+                     first_step=none)  # fmt: skip
+
+
+def first_step_text(max_upload_mb: int) -> str:
+    """The Read tab's first step, shown while no document is chosen."""
+    return (
+        f"**Start here:** upload a document below ({', '.join(FORMAT_NAMES.values())}; at most {max_upload_mb} "
+        "MiB), or choose one you uploaded from **Document**. Then ask it a question: the agent reads the whole "
+        "document, chunk by chunk, and answers from its notes; the answer, its memory and the passages it came "
+        "from show beside."
+    )
 
 
 def started(e: EstimateView) -> str:

@@ -80,7 +80,7 @@ def _exports(view: review.ReviewView, which: str) -> tuple[str, str]:
 class ReviewPanel:
     settings: Settings
     me: Callable[[], UserView | None]
-    box: gr.Accordion  #: the whole panel (hidden for a failed upload: read_tab.py)
+    box: gr.Accordion  #: the whole panel (hidden with no document and for a failed upload: read_events.on_parts)
     start: gr.Button
     which: gr.Dropdown  #: the filter
     out: Shown  #: the components a redraw fills
@@ -168,7 +168,9 @@ class ReviewPanel:
 
 def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) -> ReviewPanel:
     """The panel's components, in the current layout context; its `connect(document, list_timer)` wires them."""
-    with gr.Accordion("Contract review: every CUAD clause in one pass", open=True, elem_id="review-box") as box:
+    with gr.Accordion(
+        "Contract review: every CUAD clause in one pass", open=True, visible=False, elem_id="review-box"
+    ) as box:
         with gr.Row():
             start = gr.Button("Review this contract (41 questions, one pass)", size="sm", elem_id="review-start")
             which = gr.Dropdown(

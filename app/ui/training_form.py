@@ -9,11 +9,12 @@ from typing import Any
 import gradio as gr
 
 from app.services import registry, training_runs
+from app.services.models import version_label
 from app.services.training_runs import RunParams, RunView
 from app.ui.admin_context import REFUSED, Admin
 from app.ui.text import fmt_seconds, text_md
 from app.ui.training_data import DataPage
-from app.ui.training_views import DATA, FLOATS, FORM, LABELS, parse_params
+from app.ui.training_views import DATA, FLOATS, FORM, LABELS, base_label, parse_params
 from training.config import DataConfig, TrainConfig
 
 
@@ -44,8 +45,9 @@ class RunForm:
             versions = registry.registry(settings, user=self.admin.me())
         except REFUSED:
             return {}
-        active = next((f"#{v['id']} {v['name']}" for v in versions if v["active"]), f"base: {settings.model}")
-        choices = [(f"the active model ({active})", 0)] + [(f"#{v['id']} {v['name']}", v["id"]) for v in versions]
+        names = {v["id"]: f"#{v['id']} {version_label(v['name'])}" for v in versions}
+        active = next((names[v["id"]] for v in versions if v["active"]), base_label(settings))
+        choices = [(f"the active model: {active}", 0)] + [(name, i) for i, name in names.items()]
         return {self.start_version: gr.update(choices=choices, value=0)}
 
     def on_estimate(self, values: dict[gr.components.Component, Any]) -> str:

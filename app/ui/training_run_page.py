@@ -199,11 +199,12 @@ def build_runs_page(admin: Admin) -> RunsPage:
                 bars_frame([]),
                 x="set",
                 y="sub_em",
+                y_title="answers right",
                 color="model",
                 y_lim=[0, 1],
                 color_map=COLORS,
                 sort=[],  # Vega-Lite: values not listed keep their order
-                label="Sub-EM per held-out set: baseline and this run",
+                label="Answers right per held-out set: baseline and this run",
                 elem_id="eval-plot",
             )
     return RunsPage(admin, runs_note, runs_table, page, head, buttons, msg, plots, samples, log, eval_note,

@@ -4,12 +4,14 @@ pure functions of the services' views, tested without a browser (app/ui/training
 from __future__ import annotations
 
 import math
+import re
 from datetime import date
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 
+from app.services.models import version_label
 from app.services.training_runs import DataOverview, DataSelection, EvalProgress, RunParams, RunView
 from app.settings import Settings
 from app.ui.text import fmt_seconds, text_md
@@ -18,9 +20,13 @@ FEEDBACK_COLUMNS = ["#", "Verdict", "Question", "Model answer", "Corrected answe
                     "Date (UTC)", "Held out"]  # fmt: skip
 SAMPLE_COLUMNS = ["Source", "Question", "Answers", "Document tokens", "Document begins"]
 RUN_COLUMNS = ["#", "Name", "Status", "Step", "Queue", "Started (UTC)", "ETA"]
-EVAL_COLUMNS = ["Set", "Length / category", "Kind", "n", "Baseline sub-EM", "This run sub-EM", "Change",
-                "Baseline EM", "This run EM"]  # fmt: skip
-MODEL_COLUMNS = ["#", "Version", "Active", "Lineage", "Sub-EM on held-out sets", "Weights (engine)", "Created (UTC)"]
+EVAL_COLUMNS = ["Set", "Length / category", "Kind", "n", "Baseline: answers right", "This run: answers right",
+                "Change", "Baseline: exact answers", "This run: exact answers"]  # fmt: skip
+MODEL_COLUMNS = ["#", "Version", "Active", "Lineage", "Answers right on held-out sets (gold in answer)",
+                 "Weights (engine)", "Created (UTC)"]  # fmt: skip
+#: the metrics in words, as the Models and Runs pages explain them
+ANSWERS_RIGHT = ("Answers right: the gold (expected) answer is in the model's answer, or the answer in the gold; "
+                 "exact answers: the answer is the gold one.")  # fmt: skip
 #: the run page's curves, one metric each: (title, elem_id, phase or None for both, metrics.jsonl key)
 PLOTS = [("Reward (mean over the rollouts)", "plot-reward", "rl", "reward"),
          ("Accuracy (exact match)", "plot-accuracy", "rl", "accuracy"),
@@ -126,7 +132,7 @@ def describe_run(r: RunView) -> str:
     """The open run's headline: what, where it is, and what to do next."""
     line = (
         f"**#{r.id} {text_md(r.name)}** · {text_md(r.status)} · step {r.step} of {r.total_steps} · "
-        f"from {text_md(r.start_version)}" + (f" · by {text_md(r.created_by)}" if r.created_by else "")
+        f"from {text_md(version_label(r.start_version))}" + (f" · by {text_md(r.created_by)}" if r.created_by else "")
     )
     if r.status == "queued":
         line += f"  \nQueued, position {r.queue_position}: it starts when the training worker is free."
@@ -249,11 +255,10 @@ def eval_view(
             "**Evaluate** tries again."
         )
     else:
-        labels = [(evaluation.get(side) or {}).get("label") or name for side, name in
+        labels = [version_label((evaluation.get(side) or {}).get("label") or name) for side, name in
                   (("baseline", "the active model"), ("candidate", "this run"))]  # fmt: skip
-        note = (f"Baseline: {text_md(labels[0])}; this run: {text_md(labels[1])}. Sub-EM: the gold answer is in "
-                f"the answer (or the reverse); EM: exact match.  \n{held_out_text(evaluation, selection)}"
-                f"{misses_text(evaluation)}")  # fmt: skip
+        note = (f"Baseline: {text_md(labels[0])}; this run: {text_md(labels[1])}. {ANSWERS_RIGHT}  \n"
+                f"{held_out_text(evaluation, selection)}{misses_text(evaluation)}")  # fmt: skip
     base, candidate = _sets(evaluation.get("baseline")), _sets(evaluation.get("candidate"))
     mixed = {r.get("group") for r in candidate if r.get("kind") == "all"}  # several kinds: plot their `all` row
     rows, points = [], []
@@ -261,10 +266,10 @@ def eval_view(
         key = (c.get("suite"), c.get("group"), c.get("kind"))
         b = next((r for r in base if (r.get("suite"), r.get("group"), r.get("kind")) == key), {})
         change = f"{c['sub_em'] - b['sub_em']:+.1%}" if "sub_em" in b and "sub_em" in c else ""
-        rows.append([*key, c.get("n", ""), _pct(b.get("sub_em")), _pct(c.get("sub_em")), change,
-                     _pct(b.get("exact_match")), _pct(c.get("exact_match"))])  # fmt: skip
+        rows.append([key[0], set_label(key[1]), key[2], c.get("n", ""), _pct(b.get("sub_em")), _pct(c.get("sub_em")),
+                     change, _pct(b.get("exact_match")), _pct(c.get("exact_match"))])  # fmt: skip
         if key[1] not in mixed or key[2] == "all":
-            points += [{"set": f"{key[1]} · {name}", "sub_em": float(side["sub_em"]), "model": name}
+            points += [{"set": f"{set_label(key[1])} · {name}", "sub_em": float(side["sub_em"]), "model": name}
                        for side, name in ((b, "baseline"), (c, "this run")) if "sub_em" in side]  # fmt: skip
     return note, gr.update(value=rows, visible=bool(rows)), bars_frame(points)
 
@@ -345,17 +350,40 @@ def bars_frame(points: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(points, columns=["set", "sub_em", "model"]).astype({"set": str, "sub_em": float, "model": str})
 
 
+_LENGTH = re.compile(r"\d+K?")
+
+
+def set_label(group: object) -> str:
+    """A held-out set in words: a length of planted-fact documents ("2K" → "2K tokens"), the clause questions
+    whose answer is Yes or No ("gold No" → "answer is No"), else its name (a contract category, a kind of
+    book question)."""
+    name = str(group)
+    if name == "sub_em":  # a version measured on questions of its own (`longread eval --cases`): one figure
+        return "all questions"
+    if _LENGTH.fullmatch(name):
+        return f"{name} tokens"
+    if name in ("gold Yes", "gold No"):
+        return f"answer is {name.removeprefix('gold ')}"
+    return name
+
+
+def base_label(settings: Settings) -> str:
+    """The Models tab's row 0 and its menu entry: the settings' model, read when no version is active."""
+    return f"no version: {version_label(settings.model)}"
+
+
 def model_rows(settings: Settings, versions: list[dict[str, Any]]) -> list[list[object]]:
-    """The registry: the base first (active when no version is), then every version."""
+    """The registry: the base first (active when no version is), then every version, by its label
+    (version_label); the lineage keeps the stored names, as the API and `longread models` give them."""
     none_active = not any(v["active"] for v in versions)
-    rows: list[list[object]] = [[0, f"base: {settings.model}", "● active" if none_active else "",
+    rows: list[list[object]] = [[0, base_label(settings), "● active" if none_active else "",
                                  "the settings' model (LONGREAD_MODEL)", "", f"{settings.model} ({settings.engine})",
                                  ""]]  # fmt: skip
     for v in versions:
-        metrics = ", ".join(f"{k} {x:.0%}" for k, x in v["key_metrics"].items())
+        metrics = "; ".join(f"{set_label(k)}: {x:.0%}" for k, x in v["key_metrics"].items())
         weights = (f"{v['base_model']} + LoRA adapter" if v["adapter_path"] else v["base_model"]) + (
             f" ({v['engine']})" if v["engine"] else ""
         )
-        rows.append([v["id"], v["name"], "● active" if v["active"] else "", " → ".join(v["lineage"]), metrics,
-                     weights, v["created_at"][:16].replace("T", " ")])  # fmt: skip
+        rows.append([v["id"], version_label(v["name"]), "● active" if v["active"] else "", " → ".join(v["lineage"]),
+                     metrics, weights, v["created_at"][:16].replace("T", " ")])  # fmt: skip
     return rows

@@ -74,6 +74,13 @@ def test_deleting_a_document_asks_first_and_a_failed_upload_is_dismissed(ui_page
     _seed(ui_server, doomed["id"], _text(ui_server, doomed["id"]))  # one finished reading of 4 steps
 
     _open_page(page, ui_server)
+    # No document chosen: what to do first, the question box; nothing that needs a document (issue 54).
+    first = page.locator("#first-step")
+    assert first.inner_text().startswith("Start here: upload a document"), first.inner_text()
+    for part in ("memory", "answer", "timeline", "readings", "review-box", "delete-document"):
+        assert not page.locator(f"#{part}").is_visible(), part
+    assert page.locator("#question").is_visible()
+    page.screenshot(path=str(ARTIFACTS / "ui-empty-page.png"), full_page=True)
     labels = _options(page)
     ours = [label for label in labels if tag in label]
     assert ours[-1].startswith(f"#{broken['id']} ") and "(could not be read)" in ours[-1], ours
@@ -83,6 +90,8 @@ def test_deleting_a_document_asks_first_and_a_failed_upload_is_dismissed(ui_page
 
     # Delete asks first, naming the document and its readings; "Keep it" keeps it.
     _choose(page, doomed["id"])
+    page.locator("#readings").wait_for(state="visible", timeout=30_000)
+    first.wait_for(state="hidden", timeout=30_000)
     page.locator("#delete-document").click()
     confirm = page.locator("#delete-confirm-text")
     confirm.get_by_text("1 reading (4 checkpoints, 0 feedback) goes with it").wait_for(timeout=30_000)
@@ -101,6 +110,8 @@ def test_deleting_a_document_asks_first_and_a_failed_upload_is_dismissed(ui_page
     assert page.request.get(f"{ui_server.url}/api/documents/{doomed['id']}").status == 404
     page.wait_for_function("() => document.querySelector('#document input').value === ''", timeout=30_000)
     page.locator("#doc-info").get_by_text("doomed").wait_for(state="detached", timeout=30_000)
+    first.wait_for(state="visible", timeout=30_000)  # none chosen again: the first step is back
+    assert not page.locator("#readings").is_visible() and not page.locator("#memory").is_visible()
     assert not [label for label in _options(page) if label.startswith(f"#{doomed['id']} ")]
     page.keyboard.press("Escape")
 
@@ -258,7 +269,8 @@ def test_the_admin_tab_holds_the_users_and_the_status_line_names_the_model(ui_pa
     _open_page(page, ui_server)
     assert not page.locator("#admin-users").is_visible()  # not on the Read tab any more
     page.locator("#health").get_by_text("Model version:").wait_for(timeout=30_000)
-    assert "Model version: smollm2-reader" in page.locator("#health").inner_text()  # seeded and active
+    health = page.locator("#health").inner_text()
+    assert "Model version: Longread reader (keeps sentences), version #" in health, health  # seeded and active
     page.get_by_role("tab", name="Admin", exact=True).click()
     page.locator("#admin-users").wait_for(state="visible", timeout=30_000)
     page.locator("#users-table [role=gridcell]").filter(has_text="local").first.wait_for(timeout=30_000)

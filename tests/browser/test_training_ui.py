@@ -139,8 +139,11 @@ def test_an_admin_trains_on_browser_feedback_watches_evaluates_and_promotes(page
     _shot(page, "training-runs-empty.png")
     _tab(page, "Models")
     registry = _text(page, "#models-table", "small-sft-anchor.toml (sha256:", 30)  # the reader's lineage
-    assert "base: smollm2-reader" in registry and registry.count("● active") == 1, registry
-    assert re.search(r"smollm2-reader-extractive\s+● active", registry), registry  # from the first start
+    # Named as a newcomer tells them apart (the lineage keeps the stored names), metrics in words (issue 54).
+    assert "no version: Longread reader (rewrites its memory)" in registry and registry.count("● active") == 1, registry
+    assert re.search(r"Longread reader \(keeps sentences\)\s+● active", registry), registry  # from the first start
+    assert "SmolLM2-135M, untrained" in registry and "answer is No: " in registry, registry
+    assert not re.search(r"sub-EM|gold No", page.locator("#models-table").inner_text(), re.IGNORECASE)
     _shot(page, "models-empty.png")
 
     # The admin judges the answer in Read, as any user does.
@@ -230,9 +233,9 @@ def test_an_admin_trains_on_browser_feedback_watches_evaluates_and_promotes(page
     assert "256" in table and "%" in table, table
     assert page.locator("#eval-plot").is_visible()
     bars = re.findall(r'aria-label="set: ([^;]+);', page.locator("#eval-plot").inner_html())
-    assert bars == ["256 · baseline", "256 · this run"], bars
+    assert bars == ["256 tokens · baseline", "256 tokens · this run"], bars
     assert (
-        "Baseline: smollm2-reader-extractive; this run" in page.locator("#eval-note").inner_text()
+        "Baseline: Longread reader (keeps sentences); this run" in page.locator("#eval-note").inner_text()
     )  # the active version
     _shot(page, "training-run-evaluated.png")
     page.locator("#run-promote").click()
@@ -245,15 +248,15 @@ def test_an_admin_trains_on_browser_feedback_watches_evaluates_and_promotes(page
     _tab(page, "Models")
     _text(page, "#models-table", f"run #{run_id}", 30)
     registry = page.locator("#models-table").inner_text()
-    assert registry.count("● active") == 1 and "256 " in registry and "LoRA adapter" in registry, registry
+    assert registry.count("● active") == 1 and "256 tokens: " in registry and "LoRA adapter" in registry, registry
     _shot(page, "models.png")
 
     # A new reading uses the promoted version; after switching back, the base model.
     assert _ask(page, url, doc["id"], "Who keeps the lighthouse?")["model"] == version
     _tab(page, "Models")
-    _choose(page, "#pick-version", "base:")
+    _choose(page, "#pick-version", "no version:")
     page.locator("#activate-version").click()
-    _text(page, "#models-msg", "New readings now use the base model smollm2-reader", 30)
+    _text(page, "#models-msg", "New readings now use the base model Longread reader (rewrites its memory)", 30)
     assert _ask(page, url, doc["id"], "What hangs behind the barometer?")["model"] == "smollm2-reader"
     _tab(page, "Models")
     _choose(page, "#pick-version", f"#{version_id} ")

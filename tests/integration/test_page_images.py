@@ -152,3 +152,67 @@ def doc_text(settings: Settings, document_id: int) -> str:
 
     with session_scope(settings.resolved_database_url) as s:
         return s.get(Document, document_id).text
+
+
+def _labelled_pdf() -> bytes:
+    """The contract's first three pages, printed as "i", "80" and "81" (a /PageLabels tree, as pypdf writes it)."""
+    from pypdf import PdfReader, PdfWriter
+
+    w = PdfWriter()
+    for page in PdfReader(CONTRACT).pages[:3]:
+        w.add_page(page)
+    w.set_page_label(0, 0, "/r")
+    w.set_page_label(1, 2, "/D", start=80)
+    out = io.BytesIO()
+    w.write(out)
+    return out.getvalue()
+
+
+def _read_tab(ui, kind: type):
+    """The Read tab's handlers of `kind` (ReadEvents, ReadingDetails), as the page calls them."""
+    return next(f.fn.__self__ for f in ui.fns.values() if isinstance(getattr(f.fn, "__self__", None), kind))
+
+
+def test_a_pdf_with_page_labels_names_its_pages_as_they_are_printed(settings):
+    """Provenance, the timeline and the memory's label name a page by the number printed on it (its page label),
+    with its place in the file beside; the page image is still fetched by that place (issue 54)."""
+    import gradio as gr
+
+    from app.db import session_scope
+    from app.models import Checkpoint, Reading, ReadingStatus
+    from app.ui.gradio_app import build_ui
+    from app.ui.read_events import ReadEvents
+    from app.ui.reading_details import ReadingDetails
+
+    doc, _ = documents.add_document(settings, "labelled.pdf", _labelled_pdf())
+    shown = documents.show_document(settings, doc.id)
+    assert [p.label for p in shown.page_map] == ["i", "80", "81"]
+    with session_scope(settings.resolved_database_url) as s:
+        text, starts = documents.document_text(settings, doc.id), shown.page_map
+        third = text[starts[2].start :]
+        fact = next(" ".join(x.split()) for x in third.split(". ") if len(x.split()) >= 12)
+        r = Reading(document_id=doc.id, model="smollm2", chunk_tokens=512, memory_tokens=128, answer_tokens=32,
+                    template_set="memagent", question="What is excluded?", status=ReadingStatus.done, cursor=2,
+                    total_chunks=2, answer=fact)  # fmt: skip
+        s.add(r)
+        s.flush()
+        for k, (start, end) in enumerate(((starts[1].start, starts[2].start), (starts[2].start, len(text))), 1):
+            s.add(Checkpoint(reading_id=r.id, step=k, memory="Noted." if k == 1 else fact, start_token=0, end_token=1,
+                             start_char=start, end_char=end, first_page=k + 1, last_page=k + 1, prompt_tokens=1,
+                             completion_tokens=1, seconds=1.0))  # fmt: skip
+        s.flush()
+        reading_id = r.id
+    ui = build_ui(settings)
+    details = _read_tab(ui, ReadingDetails)
+    rows = details.load_provenance(reading_id)[details.panels.provenance.sources]
+    assert [row[3] for row in rows] == ["page 81 (page 3 of the PDF)"] * len(rows), rows
+    spans = details.load_provenance(reading_id)[details.panels.provenance.spans]
+    passage, note, image = details.on_source(gr.SelectData(None, {"index": [0, 0], "value": ""}), reading_id, spans)
+    assert "printed on page 81 (page 3 of the PDF, beside it, highlighted)." in note, note
+    assert f"/api/documents/{doc.id}/pages/3.png?" in image["value"]  # the image: the page's place in the file
+    step = details.show_step(reading_id, 1)[details.panels.timeline.info]
+    assert "page 80 \\(page 2 of the PDF\\)" in step, step  # Markdown
+    events = _read_tab(ui, ReadEvents)
+    assert events.on_tick(reading_id)[events.tab.reading.memory]["label"] == (
+        "Agent memory after chunk 2 (page 81 (page 3 of the PDF))"
+    )

@@ -81,3 +81,19 @@ def test_every_read_tab_handler_updates_only_its_events_outputs(settings, handle
     call("on_feedback", reading_id, None, "", "")
     call("on_feedback", None, "correct", "", "")
     call("after_delete", doc.id, None, {})
+
+
+def test_the_page_opens_as_it_is_with_no_document_and_shows_the_rest_once_one_is_chosen(settings, handlers) -> None:
+    """The menu's `change` does not fire when the page opens with none chosen: the layout itself must hide what
+    needs a document and show the first step, as on_parts(None) does (issue 54: every panel showed)."""
+    doc, _ = documents.add_document(settings, "islands.txt", TEXT.encode())
+    none = handlers.call("on_parts", None)
+    tab = handlers.events["on_parts"][0][0].__self__.tab
+    shown = {c: u["visible"] for c, u in none.items() if isinstance(u, dict) and "visible" in u}
+    assert {c: c.visible for c in shown} == shown, "the page opens otherwise than on_parts(None) shows it"
+    assert none[tab.doc.first_step]["visible"] and none[tab.reading_column]["visible"]  # Ask says "choose one"
+    hidden = [tab.readings, tab.review_panel.box, tab.reading.body, tab.reading_parts, tab.doc.actions.delete]
+    assert all(none[part]["visible"] is False for part in hidden)
+    chosen = handlers.call("on_parts", doc.id)
+    assert chosen[tab.doc.first_step]["visible"] is False
+    assert all(chosen[part]["visible"] for part in hidden)

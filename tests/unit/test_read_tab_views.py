@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import doctest
 import html
 from datetime import datetime
 
 from app.services.document_deletion import DeletionView
 from app.services.health import Health
 from app.services.views import CheckpointView, ProgressView, ReadingView
+from app.ui import read_views
 from app.ui.document_actions import confirm_text
 from app.ui.pass_view import pass_cards_html
-from app.ui.read_views import describe_health, describe_progress, page_parts
+from app.ui.read_views import describe_health, describe_progress, first_step_text, page_parts
 
 
 def test_a_finished_branch_counts_the_chunks_it_read_not_the_whole_document() -> None:
@@ -66,9 +68,23 @@ def test_the_status_line_names_the_model_version() -> None:
 
 def test_a_failed_upload_shows_only_dismiss_and_a_readable_document_the_rest() -> None:
     failed = page_parts("failed")
-    assert failed.dismiss and not failed.delete and not failed.reading
+    assert failed.dismiss and not failed.delete and not failed.reading and not failed.asking
     for status in ("uploaded", "parsing", "ready"):
         parts = page_parts(status)
-        assert parts.reading and parts.delete and not parts.dismiss, status
-    nothing = page_parts(None)  # no document chosen (or it is gone): ask is there, to say "choose one first"
-    assert nothing.reading and not nothing.delete and not nothing.dismiss
+        assert parts.reading and parts.asking and parts.delete and not parts.dismiss and not parts.first_step, status
+
+
+def test_an_empty_page_shows_what_to_do_first_and_nothing_that_needs_a_document() -> None:
+    """No document chosen (none uploaded yet, or it is gone): the first step, and the question box (a question
+    typed first is kept for the document; Ask says to choose one); no reading, readings or review (issue 54)."""
+    nothing = page_parts(None)
+    assert nothing.first_step and nothing.asking
+    assert not nothing.reading and not nothing.delete and not nothing.dismiss
+    text = first_step_text(50)
+    assert text.startswith("**Start here:** upload a document") and "PDF, DOCX, EPUB" in text and "50 MiB" in text
+
+
+def test_doctests() -> None:
+    """read_views' examples: a PDF's pages by their printed labels (printed_pages)."""
+    result = doctest.testmod(read_views)
+    assert result.attempted > 0 and result.failed == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import re
 from datetime import UTC, date, datetime
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -15,12 +16,15 @@ from app.services.registry import lineage
 from app.services.training_runs import RunView
 from app.services.training_runs.shared import start_label
 from app.ui.training_views import (
+    EVAL_COLUMNS,
+    MODEL_COLUMNS,
     PLOTS,
     curve_axes,
     curve_plot,
     curves,
     describe_run,
     eval_view,
+    model_rows,
     parse_params,
     parse_selection,
     round_range,
@@ -72,12 +76,13 @@ def test_the_evaluation_side_by_side_with_the_held_out_feedback() -> None:
     assert "Where the misses happened" not in eval_view({**evaluation, "baseline": {}, "candidate": {}})[0]
     rows = table["value"]
     assert table["visible"] is True
-    assert rows[0] == ["synthetic", "256", "multi-hop", 2, "25.0%", "75.0%", "+50.0%", "12.5%", "37.5%"]
+    assert rows[0] == ["synthetic", "256 tokens", "multi-hop", 2, "25.0%", "75.0%", "+50.0%", "12.5%", "37.5%"]
     assert rows[-1][:7] == ["feedback", "held-out feedback", "readers' questions", 1, "25.0%", "75.0%", "+50.0%"]
     # One pair of bars per set: a set of several kinds by its `all` row.
-    assert plot.values.tolist() == [["256 · baseline", 0.25, "baseline"], ["256 · this run", 0.75, "this run"],
-                                        ["held-out feedback · baseline", 0.25, "baseline"],
-                                        ["held-out feedback · this run", 0.75, "this run"]]  # fmt: skip
+    assert plot.values.tolist() == [["256 tokens · baseline", 0.25, "baseline"],
+                                    ["256 tokens · this run", 0.75, "this run"],
+                                    ["held-out feedback · baseline", 0.25, "baseline"],
+                                    ["held-out feedback · this run", 0.75, "this run"]]  # fmt: skip
     nothing = eval_view(None)
     assert nothing[1]["visible"] is False
     assert nothing[2].values.tolist() == [
@@ -88,6 +93,34 @@ def test_the_evaluation_side_by_side_with_the_held_out_feedback() -> None:
     failed = eval_view({"status": "failed", "error": f"`longread eval` stopped; its log:\nTraceback\nboom {IMG}"})
     assert _rendered(failed[0])[1].startswith(f"The evaluation failed: `longread eval` stopped; its log: … boom {IMG}")
     assert failed[1]["value"] == []
+
+
+def test_the_models_tab_tells_the_bundled_versions_apart_and_says_its_metrics_in_words() -> None:
+    """The stored names (smollm2, smollm2-reader, smollm2-reader-extractive) stay in the lineage, the database and
+    the API; the page names each bundled version by what it is, and its sets and metrics in words."""
+
+    def version(i: int, name: str, metrics: dict, active: bool = False) -> dict:
+        return {"id": i, "name": name, "active": active, "key_metrics": metrics, "adapter_path": None,
+                "base_model": "smollm2", "engine": None, "lineage": ["smollm2", name],
+                "created_at": "2026-12-01T10:00:00"}  # fmt: skip
+
+    settings = SimpleNamespace(model="smollm2-reader", engine="vllm-local")
+    rows = model_rows(settings, [version(1, "smollm2", {"2K": 0.4062, "Governing Law": 0.1}),
+                                 version(2, "smollm2-reader", {"gold No": 1.0, "gold Yes": 0.0}),
+                                 version(3, "smollm2-reader-extractive", {"128K": 0.875}, active=True),
+                                 version(4, "run-4: contracts", {"sub_em": 0.5})])  # fmt: skip
+    assert [r[1] for r in rows] == ["no version: Longread reader (rewrites its memory)", "SmolLM2-135M, untrained",
+                                    "Longread reader (rewrites its memory)", "Longread reader (keeps sentences)",
+                                    "run-4: contracts"]  # fmt: skip
+    assert rows[3][3] == "smollm2 → smollm2-reader-extractive"  # the lineage keeps the stored names
+    assert [r[4] for r in rows[1:]] == ["2K tokens: 41%; Governing Law: 10%", "answer is No: 100%; answer is Yes: 0%",
+                                        "128K tokens: 88%", "all questions: 50%"]  # fmt: skip
+    assert MODEL_COLUMNS[4] == "Answers right on held-out sets (gold in answer)"
+    words = " ".join([*MODEL_COLUMNS, *EVAL_COLUMNS, eval_view({"status": "done", "baseline": {}, "candidate": {}})[0]])
+    assert not re.search(r"sub-EM|\bEM\b|gold No", words, re.IGNORECASE), words
+    evaluation = {"status": "done", "baseline": {"label": "smollm2-reader-extractive"}, "candidate": {"label": "run 7"}}
+    note = _rendered(eval_view(evaluation)[0])[1]
+    assert note.startswith("Baseline: Longread reader (keeps sentences); this run: run 7."), note
 
 
 def test_a_failed_run_says_why_in_its_first_and_last_line_escaped() -> None:
