@@ -24,7 +24,7 @@ def _reader(settings: Settings, args: argparse.Namespace):
 
 
 def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
-    from app.migrate import upgrade
+    from app.cli.common import migrate_db
     from app.services import evaluation
     from app.services.train_job import suites_json
     from training import evaluate as ev
@@ -32,8 +32,10 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
 
     if args.shift_tokens < 0:
         raise SystemExit("longread eval: --shift-tokens must not be negative")
-    if not (args.model or args.adapter or args.openai_url):  # the reader the app serves: the active model version
-        upgrade(settings.resolved_database_url)
+    if not (args.model or args.adapter or args.openai_url):
+        # the reader the app serves: the active model version, seeded as a fresh install seeds it (with the schema
+        # alone, a new data folder had no versions and was read by the settings' model, not the app's default)
+        migrate_db(settings)
     if args.cases:
         try:
             case_rows(Path(args.cases))  # check the file before an engine starts

@@ -8,6 +8,10 @@ import sys
 
 import pytest
 
+from app.db import session_scope
+from app.services.models import active_version
+from app.settings import Settings
+from inference.models import EXTRACTIVE_READER
 from tests.conftest import LIGHTHOUSE, MODEL_CACHE
 from training.tasks import CONTRACTS_DIR
 from training.verifier import exact_match, sub_em
@@ -47,3 +51,8 @@ def test_eval_cases_json_reads_txt_md_and_pdf_and_agrees_with_the_verifier(tmp_p
     assert result["sub_em"] == pytest.approx(sum(correct) / len(correct))
     exact = [exact_match(p["answer"], c["answers"]) for p, c in zip(result["cases"], cases)]
     assert result["exact_match"] == pytest.approx(sum(exact) / len(exact))
+    # a new data folder is read by what a fresh install serves, not by the settings' model: with the schema alone
+    # it had no versions, and the rewriting reader was evaluated where the app would keep sentences
+    settings = Settings(data_dir=tmp_path / "data")
+    with session_scope(settings.resolved_database_url) as s:
+        assert active_version(s).name == EXTRACTIVE_READER
