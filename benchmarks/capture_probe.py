@@ -109,8 +109,9 @@ def load_read(path: Path, doc: Any) -> dict:
             "chunks": int(z["chunks"]) if "chunks" in z else int(z["chunk_of"].max(initial=-1)) + 1}  # fmt: skip
 
 
-def final_memory(read: dict, q: int, budget: int, threshold: float) -> list:
-    """Stream question q's scored sentences chunk by chunk through `assemble`: the memory after the last chunk."""
+def final_memory(read: dict, q: int, budget: int, threshold: float, margin: float | None = None) -> list:
+    """Stream question q's scored sentences chunk by chunk through `assemble`: the memory after the last chunk.
+    With `margin`, only sentences within it of the memory's best stay after each chunk."""
     from inference.capture import Sentence, assemble
 
     text, memory = read["text"], []
@@ -120,6 +121,8 @@ def final_memory(read: dict, q: int, budget: int, threshold: float) -> list:
         chunk = [Sentence(text[spans[i][0] : spans[i][1]], spans[i][0], spans[i][1], float(row[i]),
                           read["tokens"][i]) for i in idx]  # fmt: skip
         memory = assemble(memory, chunk, budget, threshold)
+        if margin is not None and memory:  # as the product keeps (MemoryAgent.extract)
+            memory = [s for s in memory if s.score >= max(x.score for x in memory) - margin]
     return memory
 
 
@@ -152,14 +155,14 @@ def chunk_rank(read: dict, q: int, evidence: list[tuple[int, int]]) -> int | Non
     return min(ranks, default=None)
 
 
-def judge(read: dict, budget: int, threshold: float) -> list[dict]:
+def judge(read: dict, budget: int, threshold: float, margin: float | None = None) -> list[dict]:
     from inference.capture import render
     from training.misses import holds, unanswerable
     from training.suites import group_of
 
     out = []
     for q, task in enumerate(read["tasks"]):
-        memory = final_memory(read, q, budget, threshold)
+        memory = final_memory(read, q, budget, threshold, margin)
         ev = evidence_spans(read["text"], task.evidence)
         rank = chunk_rank(read, q, ev)
         out.append({"id": task.id, "group": group_of(task), "no": unanswerable(task.answers),
@@ -207,6 +210,18 @@ class LeadScorer:
         return [scores for _ in questions]
 
 
+class EmbeddingScorer:
+    """The cosine of the question's and the sentence's embeddings (inference/sentence_encoder.py), untrained."""
+
+    def __init__(self) -> None:
+        from inference.sentence_encoder import SentenceEncoder
+
+        self.encoder = SentenceEncoder.shipped()
+
+    def score(self, chunk: list[str], questions: list[str]) -> list[list[float]]:
+        return (self.encoder.encode(questions) @ self.encoder.encode(chunk).T).tolist()
+
+
 def make_scorer(policy: str, adapter: Path | None = None, weights: Path | None = None) -> Any:
     from inference.capture import LexicalScorer
     from inference.capture_scorer import PointerScorer
@@ -219,6 +234,8 @@ def make_scorer(policy: str, adapter: Path | None = None, weights: Path | None =
         return RelevanceScorer.load(weights or WEIGHTS)
     if policy == "lead":
         return LeadScorer()
+    if policy == "embedding":
+        return EmbeddingScorer()
     if policy == "pointer":
         if adapter is None:
             raise SystemExit("--policy pointer reads a trained adapter: give --adapter runs/pointer/<run>/step-<n>")
@@ -242,7 +259,7 @@ def label_of(policy: str, adapter: Path | None, label: str | None, weights: Path
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--policy", choices=("lexical", "lead", "smollm2", "reader", "pointer", "relevance"),
+    ap.add_argument("--policy", choices=("lexical", "lead", "embedding", "smollm2", "reader", "pointer", "relevance"),
                     default="lexical")  # fmt: skip
     ap.add_argument("--weights", type=Path, default=None, help="relevance weights (default: the shipped ones)")
     ap.add_argument("--adapter", type=Path, default=None, help="a trained pointer's LoRA folder (--policy pointer)")
@@ -261,6 +278,13 @@ def main(argv: list[str] | None = None) -> None:
         help="chunk-share: a sentence's log share of its chunk's labels, none left out",
     )
     ap.add_argument("--chunk-tokens", type=int, default=1024)
+    ap.add_argument(
+        "--keep",
+        type=float,
+        default=None,
+        help="also judge the product's rule: this threshold (the agent's KEEP_THRESHOLD) and --margin",
+    )
+    ap.add_argument("--margin", type=float, default=None, help="with --keep: the agent's KEEP_MARGIN")
     ap.add_argument("--from-scores", action="store_true", help="assemble from the scores a run saved, no model")
     ap.add_argument("--resume", action="store_true", help="reuse the saved scores of documents already read")
     ap.add_argument("--out", type=Path, default=None, help="default runs/probe/<policy>.json")
@@ -300,18 +324,20 @@ def main(argv: list[str] | None = None) -> None:
         r["scores"] = transformed(r["scores"], r["chunk_of"], args.transform)
     no_best = [float(r["scores"][q].max(initial=-math.inf)) for r in reads.get("clauses", [])
                for q, t in enumerate(r["tasks"]) if t.answers == ("No",)]  # fmt: skip
-    thresholds = {"fill": -math.inf}
+    thresholds = {"fill": (-math.inf, None)}
     if no_best:
-        thresholds["t20"] = float(np.quantile(no_best, 0.8))
+        thresholds["t20"] = (float(np.quantile(no_best, 0.8)), None)
+    if args.keep is not None:  # the product's rule (MemoryAgent.extract): its threshold and margin
+        thresholds["keep"] = (args.keep, args.margin)
     result: dict[str, Any] = {"policy": label, "args": {k: str(v) for k, v in vars(args).items()},
                               "thresholds": thresholds, "suites": {}}  # fmt: skip
     for suite, rs in reads.items():
         seconds, chunks = sum(r["seconds"] for r in rs), sum(r["chunks"] for r in rs)
         entry: dict[str, Any] = {"documents": len(rs), "chunks": chunks, "seconds": seconds,
                                  "questions": sum(len(r["tasks"]) for r in rs), "tables": {}}  # fmt: skip
-        for name, th in thresholds.items():
+        for name, (th, margin) in thresholds.items():
             for budget in args.budgets:
-                rows = [row for r in rs for row in judge(r, budget, th)]
+                rows = [row for r in rs for row in judge(r, budget, th, margin)]
                 entry["tables"][f"{name}/{budget}"] = table(rows, suite)
                 if suite == "clauses" and name == "fill":
                     yes, no = [x["best"] for x in rows if not x["no"]], [x["best"] for x in rows if x["no"]]

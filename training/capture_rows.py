@@ -39,16 +39,20 @@ class CaptureRow:
         return [document[a:b] for a, b in self.spans]
 
 
-def passage_spans(text: str, passages: Iterable[str]) -> list[tuple[int, int]]:
-    """Every place each passage occurs in `text`, whatever whitespace stands between its words.
+def passage_spans(text: str, passages: Iterable[str], first: bool = False) -> list[tuple[int, int]]:
+    """Every place each passage occurs in `text`, whatever whitespace stands between its words; with `first`, only
+    where each first occurs (a party's name marked as evidence is where it is defined, not its every mention).
 
     >>> passage_spans("Law: Ohio.  Also Ohio\\nlaw.", ["Ohio law", "Ohio"])
     [(5, 9), (17, 21), (17, 25)]
+    >>> passage_spans("Law: Ohio.  Also Ohio\\nlaw.", ["Ohio law", "Ohio"], first=True)
+    [(5, 9), (17, 25)]
     """
     out = set()
     for p in passages:
         if words := p.split():
-            out |= {m.span() for m in re.finditer(r"\s+".join(map(re.escape, words)), text)}
+            found = [m.span() for m in re.finditer(r"\s+".join(map(re.escape, words)), text)]
+            out |= set(found[:1] if first else found)
     return sorted(out)
 
 

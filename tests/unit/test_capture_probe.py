@@ -59,3 +59,11 @@ def test_table_counts_false_keeps_for_no_and_recall_otherwise():
     rows = {r["group"]: r for r in table(judge(read, 20, -np.inf), "clauses")}
     assert rows["Governing Law"]["measure"] == "held" and rows["Governing Law"]["k"] == 1
     assert rows["gold No"]["measure"] == "kept" and rows["gold No"]["rate"] == 1.0
+
+
+def test_the_margin_keeps_only_sentences_near_the_memorys_best_as_the_product_does():
+    """`--keep/--margin` judges the agent's own rule: after each chunk, a kept sentence far below the best goes."""
+    read = _read([[0.0, 2.0, 3.0, 1.0], [0.0, 0.0, 0.0, 0.0]], [LAW, CAP])
+    assert [s.text for s in final_memory(read, 0, 100, -np.inf)] == SENTENCES
+    assert [s.text for s in final_memory(read, 0, 100, 0.5, margin=1.5)] == SENTENCES[1:3]
+    assert [s.text for s in final_memory(read, 0, 100, 0.5, margin=0.5)] == ["Fees are due monthly."]
