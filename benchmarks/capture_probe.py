@@ -210,18 +210,6 @@ class LeadScorer:
         return [scores for _ in questions]
 
 
-class EmbeddingScorer:
-    """The cosine of the question's and the sentence's embeddings (inference/sentence_encoder.py), untrained."""
-
-    def __init__(self) -> None:
-        from inference.sentence_encoder import SentenceEncoder
-
-        self.encoder = SentenceEncoder.shipped()
-
-    def score(self, chunk: list[str], questions: list[str]) -> list[list[float]]:
-        return (self.encoder.encode(questions) @ self.encoder.encode(chunk).T).tolist()
-
-
 def make_scorer(policy: str, adapter: Path | None = None, weights: Path | None = None) -> Any:
     from inference.capture import LexicalScorer
     from inference.capture_scorer import PointerScorer
@@ -234,8 +222,6 @@ def make_scorer(policy: str, adapter: Path | None = None, weights: Path | None =
         return RelevanceScorer.load(weights or WEIGHTS)
     if policy == "lead":
         return LeadScorer()
-    if policy == "embedding":
-        return EmbeddingScorer()
     if policy == "pointer":
         if adapter is None:
             raise SystemExit("--policy pointer reads a trained adapter: give --adapter runs/pointer/<run>/step-<n>")
@@ -259,7 +245,7 @@ def label_of(policy: str, adapter: Path | None, label: str | None, weights: Path
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--policy", choices=("lexical", "lead", "embedding", "smollm2", "reader", "pointer", "relevance"),
+    ap.add_argument("--policy", choices=("lexical", "lead", "smollm2", "reader", "pointer", "relevance"),
                     default="lexical")  # fmt: skip
     ap.add_argument("--weights", type=Path, default=None, help="relevance weights (default: the shipped ones)")
     ap.add_argument("--adapter", type=Path, default=None, help="a trained pointer's LoRA folder (--policy pointer)")

@@ -32,7 +32,6 @@ from pathlib import Path
 import numpy as np
 
 from inference.capture import content_stems
-from inference.sentence_encoder import SentenceEncoder
 
 BITS = 22
 SIZE = 1 << BITS
@@ -47,10 +46,7 @@ _MONEY = re.compile(r"[$€£]\s?\d|\b\d[\d,.]*\s*(dollars|percent|%)", re.I)
 _DEFINED = re.compile(r"[\"“](the\s+)?[A-Z][\w\s]{1,40}[\"”]")
 
 _M1, _M2, _M3 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9)
-_TAGS = {name: i + 1 for i, name in enumerate(("bias", "q", "qw", "qshape", "lex", "cos"))}
-#: the cosine of the question's and the sentence's embeddings in steps of this much: a bucket's weight bends the
-#: score where a straight line in the cosine would not fit
-COS_STEP = 0.05
+_TAGS = {name: i + 1 for i, name in enumerate(("bias", "q", "qw", "qshape", "lex"))}
 
 
 @lru_cache(maxsize=1 << 18)
@@ -99,23 +95,20 @@ def shapes(text: str) -> list[str]:
 
 
 class Question:
-    """A question's half of every feature, computed once a question; `embedding` from `inference.sentence_encoder`
-    (None: the embedding features are left out, as for weights trained without them)."""
+    """A question's half of every feature, computed once a question."""
 
-    def __init__(self, text: str, embedding: np.ndarray | None = None) -> None:
+    def __init__(self, text: str) -> None:
         self.stems = content_stems(text)
         key = " ".join(_WORD.findall(text.lower()))
         self.key = np.asarray([_id(key)], dtype=np.uint64)
-        self.embedding = embedding
 
 
 class SentenceHalf:
     """A sentence's half of every feature, computed once a sentence, whatever the questions asked of it."""
 
-    def __init__(self, text: str, embedding: np.ndarray | None = None) -> None:
+    def __init__(self, text: str) -> None:
         self.words, self.shape = _ids(sentence_words(text)), _ids(shapes(text))
         self.stems = content_stems(text)
-        self.embedding = embedding
 
 
 def features(q: Question, s: SentenceHalf) -> tuple[np.ndarray, np.ndarray]:
@@ -124,40 +117,24 @@ def features(q: Question, s: SentenceHalf) -> tuple[np.ndarray, np.ndarray]:
     bucket = _ids([f"lex:{min(int(share * 4), 4)}"])
     binary = [_mix("bias", np.zeros(1, np.uint64)), _mix("q", q.key), _mix("qw", q.key, s.words),
               _mix("qshape", q.key, s.shape), _mix("lex", bucket), _mix("lex", q.key, bucket)]  # fmt: skip
-    valued = [(_mix("lex", np.zeros(1, np.uint64)), share)]
-    if q.embedding is not None and s.embedding is not None:
-        cos = float(q.embedding @ s.embedding)
-        step = _ids([f"cos:{int(np.clip(cos, -0.2, 1.0) // COS_STEP)}"])
-        binary += [_mix("cos", step), _mix("cos", q.key, step)]
-        valued.append((_mix("cos", np.zeros(1, np.uint64)), cos))
-    idx = np.concatenate([*binary, *(i for i, _ in valued)])
+    idx = np.concatenate([*binary, _mix("lex", np.zeros(1, np.uint64))])
     values = np.ones(len(idx), dtype=np.float32)
-    values[len(idx) - len(valued) :] = [v for _, v in valued]
+    values[-1] = share
     return idx, values
 
 
 class RelevanceScorer:
     """Scores sentences with trained weights: the log-odds that a sentence is evidence for the question."""
 
-    def __init__(self, weights: np.ndarray, embedded: bool = True, encoder: SentenceEncoder | None = None) -> None:
+    def __init__(self, weights: np.ndarray) -> None:
         if weights.shape != (SIZE,):
             raise ValueError(f"relevance weights must have {SIZE} entries, not {weights.shape}")
         self.weights = weights.astype(np.float32)
-        #: whether the weights were trained with the embedding features (weights from before them were not)
-        self.embedded = embedded
-        self._encoder = encoder
-
-    @property
-    def encoder(self) -> SentenceEncoder:
-        if self._encoder is None:
-            self._encoder = SentenceEncoder.shipped()
-        return self._encoder
 
     @classmethod
     def load(cls, path: Path = WEIGHTS) -> RelevanceScorer:
         with np.load(path) as z:
-            embedded = bool(z["embedded"]) if "embedded" in z else False
-            return cls(z["weights"].astype(np.float32) * np.float32(z["scale"]), embedded)
+            return cls(z["weights"].astype(np.float32) * np.float32(z["scale"]))
 
     @staticmethod
     @lru_cache(maxsize=1)
@@ -171,19 +148,11 @@ class RelevanceScorer:
         path.parent.mkdir(parents=True, exist_ok=True)
         w = np.where(np.abs(self.weights) >= 0.01, self.weights, 0.0)
         scale = float(np.abs(w).max()) / 127 or 1.0
-        np.savez_compressed(path, weights=np.round(w / scale).astype(np.int8), scale=np.float32(scale),
-                            embedded=self.embedded)  # fmt: skip
-
-    def halves(self, questions: Sequence[str], chunk: Sequence[str]) -> tuple[list[Question], list[SentenceHalf]]:
-        """Both halves of every feature; the chunk's sentences are embedded together, once whatever the questions."""
-        if not self.embedded:
-            return [Question(q) for q in questions], [SentenceHalf(t) for t in chunk]
-        q_emb, s_emb = self.encoder.encode(questions), self.encoder.encode(chunk)
-        return [Question(q, e) for q, e in zip(questions, q_emb)], [SentenceHalf(t, e) for t, e in zip(chunk, s_emb)]
+        np.savez_compressed(path, weights=np.round(w / scale).astype(np.int8), scale=np.float32(scale))
 
     def score(self, chunk: Sequence[str], questions: Sequence[str]) -> list[list[float]]:
-        qs, halves = self.halves(questions, chunk)
-        return [[self._score(features(q, s)) for s in halves] for q in qs]
+        halves = [SentenceHalf(text) for text in chunk]
+        return [[self._score(features(Question(q), s)) for s in halves] for q in questions]
 
     def _score(self, feature: tuple[np.ndarray, np.ndarray]) -> float:
         idx, values = feature

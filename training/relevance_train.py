@@ -17,40 +17,35 @@ from __future__ import annotations
 import argparse
 import json
 import time
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from inference.capture import LexicalScorer, document_spans
-from inference.relevance import SIZE, RelevanceScorer, features
-from inference.sentence_encoder import SentenceEncoder
+from inference.relevance import SIZE, Question, RelevanceScorer, SentenceHalf, features
 from training.capture_rows import labels, passage_spans
 
 
-def contract_examples(text: str, qa: list[dict], rng: np.random.Generator, hard: int, easy: int,
-                      scorer: RelevanceScorer) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:  # fmt: skip
+def contract_examples(text: str, qa: list[dict], rng: np.random.Generator, hard: int,
+                      easy: int) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:  # fmt: skip
     """(indices, values, label) for the sampled sentences of every question of one document (`qa`: question and
-    evidence passages, as in the contracts' cases). Look-alikes are the sentences nearest the question by shared
-    words and, where the scorer embeds, by meaning."""
+    evidence passages, as in the contracts' cases)."""
     spans = document_spans(text)
     sentences = [text[a:b] for a, b in spans]
-    questions, halves = scorer.halves([x["question"] for x in qa], sentences)
+    halves = [SentenceHalf(s) for s in sentences]
     overlap = LexicalScorer().score(sentences, [x["question"] for x in qa])
-    for x, q, lex in zip(qa, questions, overlap):
+    for x, lex in zip(qa, overlap):
         # where each passage first occurs, as the probe locates evidence: CUAD marks a party's name, and "Company"
         # occurs in half a contract's sentences
         marked = labels(spans, passage_spans(text, [e for e in x["evidence"] if e], first=True))
         pos = [i for i, on in enumerate(marked) if on]
         rest = np.asarray([i for i, on in enumerate(marked) if not on], dtype=int)
-        near = [np.asarray(lex)[rest]]
-        if q.embedding is not None and len(rest):
-            near.append(np.asarray([halves[i].embedding for i in rest]) @ q.embedding)
-        picked = {int(i) for closeness in near for i in rest[np.argsort(-closeness, kind="stable")][:hard]}
+        picked = {int(i) for i in rest[np.argsort(-np.asarray(lex)[rest], kind="stable")][:hard]}
         others = np.asarray([i for i in rest if i not in picked], dtype=int)
         if len(others):
             picked |= set(rng.choice(others, size=min(easy, len(others)), replace=False).tolist())
+        q = Question(x["question"])
         for i in pos:
             yield (*features(q, halves[i]), 1)
         for i in sorted(picked):
@@ -99,26 +94,8 @@ def planted_documents(count: int, seed: int) -> list[dict]:
     return list(docs.values())[:count]
 
 
-def embed_once(encoder: SentenceEncoder, cases: list[dict], texts: dict[str, str], folder: Path) -> None:
-    """Every document's sentences and questions in the encoder's cache, from `folder` where an earlier run saved
-    them (float16, keyed by the text's crc32), else embedded and saved: the embedding is most of a first epoch."""
-    folder.mkdir(parents=True, exist_ok=True)
-    t0 = time.time()
-    for n, case in enumerate(cases):
-        text = texts[case["id"]]
-        items = [text[a:b] for a, b in document_spans(text)] + [x["question"] for x in case["qa"]]
-        path = folder / f"{case['id']}-{zlib.crc32(text.encode())}.npy"
-        if path.is_file():
-            rows = np.load(path).astype(np.float32)
-            encoder.cache.update(zip(items, rows))
-        else:
-            np.save(path, encoder.encode(items).astype(np.float16))
-        if n % 50 == 0:
-            print(f"embeddings: {n}/{len(cases)} documents, {time.time() - t0:.0f} s", flush=True)
-
-
 def train(out: Path, epochs: int, lr: float, l2: float, hard: int, easy: int, seed: int,
-          limit: int | None, planted: int, embedded: bool = True) -> RelevanceScorer:  # fmt: skip
+          limit: int | None, planted: int) -> RelevanceScorer:  # fmt: skip
     from training.tasks import CONTRACTS_TRAIN_DIR, NOT_FOR_TRAINING, contract_cases
 
     cases = [c for c in contract_cases(CONTRACTS_TRAIN_DIR) if c["id"] not in NOT_FOR_TRAINING][:limit]
@@ -128,9 +105,6 @@ def train(out: Path, epochs: int, lr: float, l2: float, hard: int, easy: int, se
         texts[doc["id"]] = doc["text"]
     rng = np.random.default_rng(seed)
     opt = AdaGrad(lr, l2)
-    scorer = RelevanceScorer(opt.w.astype(np.float32), embedded, SentenceEncoder(cache_size=1 << 22))
-    if embedded:
-        embed_once(scorer.encoder, cases, texts, out.parent / "embeddings")
     log = out / "log.jsonl"
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
@@ -138,18 +112,17 @@ def train(out: Path, epochs: int, lr: float, l2: float, hard: int, easy: int, se
         losses = []
         for n, c in enumerate(rng.permutation(len(cases))):
             case = cases[c]
-            batch = list(contract_examples(texts[case["id"]], case["qa"], rng, hard, easy, scorer))
+            batch = list(contract_examples(texts[case["id"]], case["qa"], rng, hard, easy))
             losses.append(opt.step(batch))
             if n % 50 == 0:
                 print(f"epoch {epoch} contract {n}/{len(cases)} loss {np.mean(losses[-50:]):.4f} "
                       f"{time.time() - t0:.0f} s", flush=True)  # fmt: skip
         with log.open("a") as f:
             f.write(json.dumps({"epoch": epoch, "loss": float(np.mean(losses)), "seconds": time.time() - t0}) + "\n")
-    scorer.weights = opt.w.astype(np.float32)
+    scorer = RelevanceScorer(opt.w.astype(np.float32))
     scorer.save(out / "weights.npz")
     (out / "config.json").write_text(json.dumps({"epochs": epochs, "lr": lr, "l2": l2, "hard": hard, "easy": easy,
-                                                 "seed": seed, "documents": len(cases), "planted": planted,
-                                                 "embedded": embedded},
+                                                 "seed": seed, "documents": len(cases), "planted": planted},
                                                 indent=1))  # fmt: skip
     size = (out / "weights.npz").stat().st_size / 1e6
     print(f"wrote {out / 'weights.npz'} ({size:.1f} MB) in {time.time() - t0:.0f} s")
@@ -167,10 +140,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, default=None, help="first N training contracts")
     ap.add_argument("--planted", type=int, default=120, help="windows of the training novels with planted facts")
-    ap.add_argument("--no-embedding", action="store_true", help="words alone (the weights of before the embeddings)")
     args = ap.parse_args(argv)
-    train(args.out, args.epochs, args.lr, args.l2, args.hard, args.easy, args.seed, args.limit, args.planted,
-          not args.no_embedding)  # fmt: skip
+    train(args.out, args.epochs, args.lr, args.l2, args.hard, args.easy, args.seed, args.limit, args.planted)
 
 
 if __name__ == "__main__":

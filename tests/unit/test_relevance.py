@@ -44,13 +44,11 @@ def test_a_few_contracts_teach_the_governing_law_clause_over_its_look_alikes(tmp
     qa = [{"question": LAW, "evidence": ["governed by and construed under the laws of the State of Ohio"]}]
     states = ["Ohio", "Texas", "Delaware", "New York", "Nevada", "Iowa", "Utah", "Maine"]
     opt, rng = AdaGrad(lr=0.5, l2=0.0), np.random.default_rng(0)
-    words = RelevanceScorer(np.zeros(SIZE, np.float32), embedded=False)
     for _ in range(5):
         for state in states:
             text, ev = CONTRACT.replace("Ohio", state), qa[0]["evidence"][0].replace("Ohio", state)
-            examples = contract_examples(text, [{"question": LAW, "evidence": [ev]}], rng, 2, 2, words)
-            opt.step(list(examples))
-    trained = RelevanceScorer(opt.w.astype(np.float32), embedded=False)
+            opt.step(list(contract_examples(text, [{"question": LAW, "evidence": [ev]}], rng, hard=2, easy=2)))
+    trained = RelevanceScorer(opt.w.astype(np.float32))
     unseen = [
         "This Agreement may be signed in counterparts.",
         "This Agreement is governed by the laws of the Commonwealth of Virginia.",
