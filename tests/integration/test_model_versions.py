@@ -18,6 +18,7 @@ from app.db import session_scope
 from app.migrate import upgrade
 from app.models import ModelVersion, ReadingStatus
 from app.services import models as mv
+from app.services.bundled_versions import EXTRACTIVE_MEMORY_TOKENS
 from app.services.documents import ingest
 from app.services.errors import NotFound
 from app.services.readings import create_readings, get_reading
@@ -220,8 +221,20 @@ def test_the_bundled_model_and_the_reader_are_versions_from_the_first_start(fres
         "Governing Law": 0.375,
     }  # the card's "Measured" table
     assert base["key_metrics"]["2K"] == 0.4062 and base["key_metrics"]["Governing Law"] == 0.1
-    # the reader reads with the settings' sizes, as the settings' model did before it was registered
+    # the reader reads with the settings' sizes, as the settings' model did before it was registered; the extractive
+    # reader keeps a larger memory, which costs no writing
     assert (reader["chunk_tokens"], reader["memory_tokens"], reader["template_set"]) == (None, None, "chunk-first")
+    assert (extractive["chunk_tokens"], extractive["memory_tokens"]) == (None, EXTRACTIVE_MEMORY_TOKENS) == (None, 256)
+    # an install seeded before the extractive reader had its own size gets it on its next start, with the figures
+    # of the scorer it now reads with
+    assert extractive["key_metrics"]["Governing Law"] == 0.625 and extractive["key_metrics"]["32K"] == 0.875
+    with session_scope(url) as s:
+        row = s.get(ModelVersion, extractive["id"])
+        row.memory_tokens, row.metrics = None, {**row.metrics, "summary": []}
+    migrate_db(fresh_settings)
+    with session_scope(url) as s:
+        again = mv.version_dict(s.get(ModelVersion, extractive["id"]))
+    assert again["memory_tokens"] == 256 and again["key_metrics"] == extractive["key_metrics"]
 
     with session_scope(url) as s:
         mv.activate_version(s, base["id"])
