@@ -58,9 +58,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.state.settings = settings
 
     # Errors the services raise for bad input: their message, with the status that says what went wrong.
-    for error, code in ((UploadError, 413), (NotFound, 404), (ReadingError, 422), (PageRenderError, 422),
-                        (FeedbackError, 422), (Forbidden, 403), (UserError, 422), (RunError, 422),
-                        (ModelVersionError, 422), (DeletionError, 409)):  # fmt: skip
+    for error, code in (
+        (UploadError, 413),
+        (NotFound, 404),
+        (ReadingError, 422),
+        (PageRenderError, 422),
+        (FeedbackError, 422),
+        (Forbidden, 403),
+        (UserError, 422),
+        (RunError, 422),
+        (ModelVersionError, 422),
+        (DeletionError, 409),
+    ):
         api.add_exception_handler(error, _detail_response(code))
     auth.add_error_handlers(api)
 

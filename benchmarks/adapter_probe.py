@@ -49,11 +49,15 @@ def probe(adapter: str) -> dict[str, Any]:
     with torch.no_grad():
         logits = engine.model(torch.tensor([prompt_ids(engine.tokenizer, first_update)])).logits[0, -1]
     top = torch.topk(torch.softmax(logits, -1), 5)
-    return {"adapter": adapter,
-            "weather_first_token": [(engine.tokenizer.decode([int(i)]), round(v.item(), 3))
-                                    for v, i in zip(top.values, top.indices)],
-            "memories_and_tokens": {r.problem: [[c.text, c.completion_tokens] for c in r.completions[:-1]]
-                                    for r in readings}}  # fmt: skip
+    return {
+        "adapter": adapter,
+        "weather_first_token": [
+            (engine.tokenizer.decode([int(i)]), round(v.item(), 3)) for v, i in zip(top.values, top.indices)
+        ],
+        "memories_and_tokens": {
+            r.problem: [[c.text, c.completion_tokens] for c in r.completions[:-1]] for r in readings
+        },
+    }
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -88,25 +88,46 @@ def read_document(doc: Any, tok: Any, scorer: Any, chunk_tokens: int, max_questi
         chunk_of += [c.index] * len(here)
         scores.append(np.asarray(got, dtype=float).reshape(len(tasks), len(here)))
     counts = [len(ids) for ids in tok([text[a:b] for a, b in parts], add_special_tokens=False)["input_ids"]]
-    return {"tasks": tasks, "spans": parts, "chunk_of": np.asarray(chunk_of), "tokens": counts,
-            "scores": np.concatenate(scores, axis=1), "seconds": time.time() - t, "chunks": len(chunks),
-            "doc_tokens": chunks[-1].end_token if chunks else 0, "text": text}  # fmt: skip
+    return {
+        "tasks": tasks,
+        "spans": parts,
+        "chunk_of": np.asarray(chunk_of),
+        "tokens": counts,
+        "scores": np.concatenate(scores, axis=1),
+        "seconds": time.time() - t,
+        "chunks": len(chunks),
+        "doc_tokens": chunks[-1].end_token if chunks else 0,
+        "text": text,
+    }
 
 
 def save_read(path: Path, r: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, scores=r["scores"], spans=np.asarray(r["spans"]).reshape(-1, 2),
-                        chunk_of=r["chunk_of"], tokens=np.asarray(r["tokens"]), seconds=r["seconds"],
-                        chunks=r["chunks"], ids=np.asarray([t.id for t in r["tasks"]]))  # fmt: skip
+    np.savez_compressed(
+        path,
+        scores=r["scores"],
+        spans=np.asarray(r["spans"]).reshape(-1, 2),
+        chunk_of=r["chunk_of"],
+        tokens=np.asarray(r["tokens"]),
+        seconds=r["seconds"],
+        chunks=r["chunks"],
+        ids=np.asarray([t.id for t in r["tasks"]]),
+    )
 
 
 def load_read(path: Path, doc: Any) -> dict:
     z = np.load(path)
     by_id = {t.id: t for t in doc.tasks}
-    return {"tasks": [by_id[i] for i in z["ids"].tolist()], "spans": [tuple(x) for x in z["spans"].tolist()],
-            "chunk_of": z["chunk_of"], "tokens": z["tokens"].tolist(), "scores": z["scores"], "text": doc.text,
-            "seconds": float(z["seconds"]) if "seconds" in z else 0.0,
-            "chunks": int(z["chunks"]) if "chunks" in z else int(z["chunk_of"].max(initial=-1)) + 1}  # fmt: skip
+    return {
+        "tasks": [by_id[i] for i in z["ids"].tolist()],
+        "spans": [tuple(x) for x in z["spans"].tolist()],
+        "chunk_of": z["chunk_of"],
+        "tokens": z["tokens"].tolist(),
+        "scores": z["scores"],
+        "text": doc.text,
+        "seconds": float(z["seconds"]) if "seconds" in z else 0.0,
+        "chunks": int(z["chunks"]) if "chunks" in z else int(z["chunk_of"].max(initial=-1)) + 1,
+    }
 
 
 def final_memory(read: dict, q: int, budget: int, threshold: float, margin: float | None = None) -> list:
@@ -118,8 +139,10 @@ def final_memory(read: dict, q: int, budget: int, threshold: float, margin: floa
     row, spans, chunk_of = read["scores"][q], read["spans"], read["chunk_of"]
     for k in range(read["chunks"]):
         idx = np.nonzero((chunk_of == k) & (row >= threshold))[0]
-        chunk = [Sentence(text[spans[i][0] : spans[i][1]], spans[i][0], spans[i][1], float(row[i]),
-                          read["tokens"][i]) for i in idx]  # fmt: skip
+        chunk = [
+            Sentence(text[spans[i][0] : spans[i][1]], spans[i][0], spans[i][1], float(row[i]), read["tokens"][i])
+            for i in idx
+        ]
         memory = assemble(memory, chunk, budget, threshold)
         if margin is not None and memory:  # as the product keeps (MemoryAgent.extract)
             memory = [s for s in memory if s.score >= max(x.score for x in memory) - margin]
@@ -150,8 +173,9 @@ def chunk_rank(read: dict, q: int, evidence: list[tuple[int, int]]) -> int | Non
 
     row, chunk_of = read["scores"][q], read["chunk_of"]
     marked = np.asarray(labels(read["spans"], evidence), dtype=int)
-    ranks = [best_rank(row[chunk_of == k].tolist(), marked[chunk_of == k].tolist())
-             for k in np.unique(chunk_of[marked == 1])]  # fmt: skip
+    ranks = [
+        best_rank(row[chunk_of == k].tolist(), marked[chunk_of == k].tolist()) for k in np.unique(chunk_of[marked == 1])
+    ]
     return min(ranks, default=None)
 
 
@@ -165,11 +189,18 @@ def judge(read: dict, budget: int, threshold: float, margin: float | None = None
         memory = final_memory(read, q, budget, threshold, margin)
         ev = evidence_spans(read["text"], task.evidence)
         rank = chunk_rank(read, q, ev)
-        out.append({"id": task.id, "group": group_of(task), "no": unanswerable(task.answers),
-                    "held": bool(memory) and holds(render(memory), task.answers, task.evidence),
-                    "overlap": any(s.start < b and a < s.end for s in memory for a, b in ev),
-                    "kept": bool(memory), "best": float(read["scores"][q].max(initial=-math.inf)),
-                    "rank": rank})  # fmt: skip
+        out.append(
+            {
+                "id": task.id,
+                "group": group_of(task),
+                "no": unanswerable(task.answers),
+                "held": bool(memory) and holds(render(memory), task.answers, task.evidence),
+                "overlap": any(s.start < b and a < s.end for s in memory for a, b in ev),
+                "kept": bool(memory),
+                "best": float(read["scores"][q].max(initial=-math.inf)),
+                "rank": rank,
+            }
+        )
     return out
 
 
@@ -187,10 +218,21 @@ def table(rows: list[dict], suite: str) -> list[dict]:
         k, n = sum(r[key] for r in rs), len(rs)
         lo, hi = wilson(k, n)
         ranked = [r["rank"] for r in rs if r["rank"] is not None]
-        out.append({"group": group, "measure": key, "k": k, "n": n, "rate": k / n, "low": max(0.0, lo), "high": hi,
-                    "overlap": sum(r["overlap"] for r in rs) / n, "ranked": len(ranked),
-                    "top1": sum(x == 1 for x in ranked) / len(ranked) if ranked else None,
-                    "top3": sum(x <= 3 for x in ranked) / len(ranked) if ranked else None})  # fmt: skip
+        out.append(
+            {
+                "group": group,
+                "measure": key,
+                "k": k,
+                "n": n,
+                "rate": k / n,
+                "low": max(0.0, lo),
+                "high": hi,
+                "overlap": sum(r["overlap"] for r in rs) / n,
+                "ranked": len(ranked),
+                "top1": sum(x == 1 for x in ranked) / len(ranked) if ranked else None,
+                "top3": sum(x <= 3 for x in ranked) / len(ranked) if ranked else None,
+            }
+        )
     return out
 
 
@@ -245,8 +287,9 @@ def label_of(policy: str, adapter: Path | None, label: str | None, weights: Path
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--policy", choices=("lexical", "lead", "smollm2", "reader", "pointer", "relevance"),
-                    default="lexical")  # fmt: skip
+    ap.add_argument(
+        "--policy", choices=("lexical", "lead", "smollm2", "reader", "pointer", "relevance"), default="lexical"
+    )
     ap.add_argument("--weights", type=Path, default=None, help="relevance weights (default: the shipped ones)")
     ap.add_argument("--adapter", type=Path, default=None, help="a trained pointer's LoRA folder (--policy pointer)")
     ap.add_argument("--label", default=None, help="name of the saved scores and tables (default from the policy)")
@@ -304,23 +347,37 @@ def main(argv: list[str] | None = None) -> None:
             r = read_document(doc, tok, scorer, args.chunk_tokens, args.questions)
             reads[suite].append(r)
             save_read(keep, r)
-            print(f"{suite} {doc.id}: {r['chunks']} chunks, {len(r['tasks'])} questions, {r['seconds']:.1f} s",
-                  flush=True)  # fmt: skip
+            print(
+                f"{suite} {doc.id}: {r['chunks']} chunks, {len(r['tasks'])} questions, {r['seconds']:.1f} s", flush=True
+            )
     for r in [r for rs in reads.values() for r in rs]:
         r["scores"] = transformed(r["scores"], r["chunk_of"], args.transform)
-    no_best = [float(r["scores"][q].max(initial=-math.inf)) for r in reads.get("clauses", [])
-               for q, t in enumerate(r["tasks"]) if t.answers == ("No",)]  # fmt: skip
+    no_best = [
+        float(r["scores"][q].max(initial=-math.inf))
+        for r in reads.get("clauses", [])
+        for q, t in enumerate(r["tasks"])
+        if t.answers == ("No",)
+    ]
     thresholds = {"fill": (-math.inf, None)}
     if no_best:
         thresholds["t20"] = (float(np.quantile(no_best, 0.8)), None)
     if args.keep is not None:  # the product's rule (MemoryAgent.extract): its threshold and margin
         thresholds["keep"] = (args.keep, args.margin)
-    result: dict[str, Any] = {"policy": label, "args": {k: str(v) for k, v in vars(args).items()},
-                              "thresholds": thresholds, "suites": {}}  # fmt: skip
+    result: dict[str, Any] = {
+        "policy": label,
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "thresholds": thresholds,
+        "suites": {},
+    }
     for suite, rs in reads.items():
         seconds, chunks = sum(r["seconds"] for r in rs), sum(r["chunks"] for r in rs)
-        entry: dict[str, Any] = {"documents": len(rs), "chunks": chunks, "seconds": seconds,
-                                 "questions": sum(len(r["tasks"]) for r in rs), "tables": {}}  # fmt: skip
+        entry: dict[str, Any] = {
+            "documents": len(rs),
+            "chunks": chunks,
+            "seconds": seconds,
+            "questions": sum(len(r["tasks"]) for r in rs),
+            "tables": {},
+        }
         for name, (th, margin) in thresholds.items():
             for budget in args.budgets:
                 rows = [row for r in rs for row in judge(r, budget, th, margin)]
@@ -329,15 +386,18 @@ def main(argv: list[str] | None = None) -> None:
                     yes, no = [x["best"] for x in rows if not x["no"]], [x["best"] for x in rows if x["no"]]
                     entry["auroc"] = auroc(yes, no)
         result["suites"][suite] = entry
-        print(f"\n## {suite}: {len(rs)} documents, {chunks} chunks, {seconds:.0f} s scoring "
-              f"({seconds / max(chunks, 1):.2f} s a chunk)" + (f", AUROC Yes/No {entry['auroc']:.3f}"
-                                                              if entry.get("auroc") is not None else ""))  # fmt: skip
+        print(
+            f"\n## {suite}: {len(rs)} documents, {chunks} chunks, {seconds:.0f} s scoring "
+            f"({seconds / max(chunks, 1):.2f} s a chunk)"
+            + (f", AUROC Yes/No {entry['auroc']:.3f}" if entry.get("auroc") is not None else "")
+        )
         for key, rows in entry["tables"].items():
             for t in rows:
-                print(f"{key:>9} {t['group']:<36} {t['measure']:<5} {t['k']:>4}/{t['n']:<4} {t['rate']:6.1%} "
-                      f"[{t['low']:.1%}, {t['high']:.1%}]  overlap {t['overlap']:.1%}"
-                      + (f"  in-chunk top1 {t['top1']:.0%} top3 {t['top3']:.0%} of {t['ranked']}"
-                         if t["ranked"] else ""))  # fmt: skip
+                print(
+                    f"{key:>9} {t['group']:<36} {t['measure']:<5} {t['k']:>4}/{t['n']:<4} {t['rate']:6.1%} "
+                    f"[{t['low']:.1%}, {t['high']:.1%}]  overlap {t['overlap']:.1%}"
+                    + (f"  in-chunk top1 {t['top1']:.0%} top3 {t['top3']:.0%} of {t['ranked']}" if t["ranked"] else "")
+                )
     out = args.out or Path("runs/probe") / f"{label}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))

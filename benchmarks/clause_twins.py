@@ -38,8 +38,14 @@ def main() -> None:
     model.eval()
     reading = AgentConfig.of(c)
     others = {case["id"] for case in contract_cases(CONTRACTS_TRAIN_DIR)} - set(CLAUSES_DEV)
-    source = EvidenceTasks(tokenizer, reading.chunk_tokens, reading.memory_tokens, c.answer_tokens,
-                           exclude_contracts=others, groups=[CONTRACT_CLAUSE])  # fmt: skip
+    source = EvidenceTasks(
+        tokenizer,
+        reading.chunk_tokens,
+        reading.memory_tokens,
+        c.answer_tokens,
+        exclude_contracts=others,
+        groups=[CONTRACT_CLAUSE],
+    )
     rng = random.Random(0)
     yes = source.clauses(yes=True)
     templates, keep = get_template_set(reading.template_set), target_ids(tokenizer, NO_EVIDENCE_MEMORY)
@@ -50,8 +56,10 @@ def main() -> None:
             continue
         text = source.texts[q.source]
         chunks = (text[slice(*span)], cut_out(text, *span, q.marked))
-        rows = [Row(prompt_ids(tokenizer, templates.render_update(q.question, NO_EVIDENCE_MEMORY, ch)), keep)
-                for ch in chunks]  # fmt: skip
+        rows = [
+            Row(prompt_ids(tokenizer, templates.render_update(q.question, NO_EVIDENCE_MEMORY, ch)), keep)
+            for ch in chunks
+        ]
         with torch.no_grad():
             p_clause, p_twin = (
                 float(lp.sum().exp()) for lp in completion_log_probs(model, rows, tokenizer.eos_token_id)
@@ -60,9 +68,11 @@ def main() -> None:
     n = len(pairs)
     twin_more = sum(t > p for p, t in pairs)
     writes = sum(p < 0.5 for p, _ in pairs), sum(t < 0.5 for _, t in pairs)
-    print(f"{args.adapter}: {n} pairs; mean p(keep) clause {sum(p for p, _ in pairs) / n:.3f}, "
-          f"twin {sum(t for _, t in pairs) / n:.3f}; twin kept more than its clause in {twin_more}/{n}; "
-          f"writes (p(keep) < 0.5) clause {writes[0]}/{n}, twin {writes[1]}/{n}")  # fmt: skip
+    print(
+        f"{args.adapter}: {n} pairs; mean p(keep) clause {sum(p for p, _ in pairs) / n:.3f}, "
+        f"twin {sum(t for _, t in pairs) / n:.3f}; twin kept more than its clause in {twin_more}/{n}; "
+        f"writes (p(keep) < 0.5) clause {writes[0]}/{n}, twin {writes[1]}/{n}"
+    )
 
 
 if __name__ == "__main__":

@@ -65,8 +65,14 @@ def main(argv: list[str] | None = None) -> None:
             run_readings(settings, [r.id for r in asked])
             branches = {}
             for task, r in zip(doc.tasks, (readings.show(settings, r.id) for r in asked)):
-                row = {"contract": doc.id, "question": task.question, "gold": task.answers[0], "chunks": r.total_chunks,
-                       "answer": r.answer, "right": sub_em(r.answer or "", task.answers)}  # fmt: skip
+                row = {
+                    "contract": doc.id,
+                    "question": task.question,
+                    "gold": task.answers[0],
+                    "chunks": r.total_chunks,
+                    "answer": r.answer,
+                    "right": sub_em(r.answer or "", task.answers),
+                }
                 rows.append(row)
                 if (r.total_chunks or 0) < 2:  # an edit at the last step only re-answers: nothing to read on
                     continue
@@ -77,9 +83,12 @@ def main(argv: list[str] | None = None) -> None:
             for branch_id, (task, row) in branches.items():
                 b = readings.show(settings, branch_id)
                 final = b.checkpoints[-1].memory if b.checkpoints else ""
-                row.update(branch_answer=b.answer, branch_final_memory=final,
-                           branch_right=sub_em(b.answer or "", task.answers),
-                           kept=holds(final, task.answers, task.evidence))  # fmt: skip
+                row.update(
+                    branch_answer=b.answer,
+                    branch_final_memory=final,
+                    branch_right=sub_em(b.answer or "", task.answers),
+                    kept=holds(final, task.answers, task.evidence),
+                )
             print(f"{doc.id}: {len(doc.tasks)} questions, {len(branches)} edited", flush=True)
     finally:
         close_engines()
@@ -92,8 +101,11 @@ def main(argv: list[str] | None = None) -> None:
     summary["right_before_edit"] = sum(bool(r["right"]) for r in edited)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1), encoding="utf-8")
-    for key, label in (("right", "answers right, as read"), ("branch_right", "answers right after the edit"),
-                       ("kept", "final memories still holding the edit's answer")):  # fmt: skip
+    for key, label in (
+        ("right", "answers right, as read"),
+        ("branch_right", "answers right after the edit"),
+        ("kept", "final memories still holding the edit's answer"),
+    ):
         s = summary[key]
         print(f"{label}: {s['k']}/{s['n']} ({s['interval'][0]:.1%}-{s['interval'][1]:.1%})")
     print(f"wrote {args.out}")

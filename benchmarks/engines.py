@@ -107,9 +107,12 @@ def build(spec: str, model: Path, args: argparse.Namespace) -> tuple[Engine, str
             model, name = model_folder("smollm2"), "lora"
             extra = ["--enable-lora", "--max-lora-rank", str(rank), "--lora-modules", f"lora={adapter}", *extra]
         server = VLLMServer(
-            args.vllm_python, model, extra_args=extra, env=env,
+            args.vllm_python,
+            model,
+            extra_args=extra,
+            env=env,
             log_path=ROOT / "artifacts" / "benchmarks" / "vllm-engines.log",
-        )  # fmt: skip
+        )
         started = time.monotonic()
         server.start()
         note = f"vLLM {' '.join(server.args)} {' '.join(args.vllm_env)}".strip()
@@ -162,11 +165,16 @@ def main(argv: list[str] | None = None) -> None:
                     if best is None or wall < best[0]:
                         best = (wall, out)
                 wall, out = best
-                rows.append({
-                    "engine": spec.split("=")[0], "batch": b, "wall": wall,
-                    "prompt": sum(c.prompt_tokens for c in out), "gen": sum(c.completion_tokens for c in out),
-                    "note": note,
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "engine": spec.split("=")[0],
+                        "batch": b,
+                        "wall": wall,
+                        "prompt": sum(c.prompt_tokens for c in out),
+                        "gen": sum(c.completion_tokens for c in out),
+                        "note": note,
+                    }
+                )
                 r = rows[-1]
                 print(
                     f"  {r['engine']} batch {b}: {wall:.1f} s, {r['prompt']} prompt + {r['gen']} generated tokens",

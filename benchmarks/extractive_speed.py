@@ -72,8 +72,12 @@ def main() -> None:
     n = len(tok(contract, add_special_tokens=False)["input_ids"])
     review = [qa["question"] for qa in case["qa"]]
     record("extractive, 1 question, contract", timed(extractive, [(review[0], contract)])[0], 1, n)
-    record(f"extractive, review ({len(review)} questions), contract",
-           timed(extractive, [(q, contract) for q in review])[0], len(review), n)  # fmt: skip
+    record(
+        f"extractive, review ({len(review)} questions), contract",
+        timed(extractive, [(q, contract) for q in review])[0],
+        len(review),
+        n,
+    )
     record("extractive, 1 question, 1M", timed(extractive, [(question, window(1 << 20))])[0], 1, 1 << 20)
 
     args.out.parent.mkdir(parents=True, exist_ok=True)

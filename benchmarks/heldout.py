@@ -42,10 +42,19 @@ def _groups(models: dict[str, dict[str, tuple[int, int]]]) -> list[str]:
 
 def table(models: dict[str, dict[str, tuple[int, int]]]) -> str:
     groups = _groups(models)
-    return markdown(["model", *groups], [
-        [name, *(f"{100 * scores[g][0] / scores[g][1]:.1f}% ({scores[g][0]}/{scores[g][1]})" if g in scores else "–"
-                 for g in groups)]
-        for name, scores in models.items()])  # fmt: skip
+    return markdown(
+        ["model", *groups],
+        [
+            [
+                name,
+                *(
+                    f"{100 * scores[g][0] / scores[g][1]:.1f}% ({scores[g][0]}/{scores[g][1]})" if g in scores else "–"
+                    for g in groups
+                ),
+            ]
+            for name, scores in models.items()
+        ],
+    )
 
 
 def plot(models: dict[str, dict[str, tuple[int, int]]], png: Path, title: str) -> None:

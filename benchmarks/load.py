@@ -39,8 +39,12 @@ from training.tasks import DATA_DIR, load_book
 RESULTS = Path(__file__).resolve().parents[1] / "runs" / "benchmarks" / "load"
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BOOK = DATA_DIR / "books" / "pg37106.txt"  # Little Women
-QUESTIONS = ["Who is the eldest sister?", "What does Jo want to become?", "Where does the family live?",
-             "Who is Laurie?"]  # fmt: skip
+QUESTIONS = [
+    "Who is the eldest sister?",
+    "What does Jo want to become?",
+    "Where does the family live?",
+    "Who is Laurie?",
+]
 
 
 class Latencies:
@@ -64,9 +68,17 @@ class Latencies:
         out = []
         for kind, xs in self.by_kind.items():
             q = statistics.quantiles(xs, n=100, method="inclusive") if len(xs) > 1 else [xs[0]] * 99
-            out.append({"request": kind, "n": len(xs), "statuses": self.statuses[kind],
-                        "p50_ms": round(1000 * q[49]), "p95_ms": round(1000 * q[94]), "p99_ms": round(1000 * q[98]),
-                        "max_ms": round(1000 * max(xs))})  # fmt: skip
+            out.append(
+                {
+                    "request": kind,
+                    "n": len(xs),
+                    "statuses": self.statuses[kind],
+                    "p50_ms": round(1000 * q[49]),
+                    "p95_ms": round(1000 * q[94]),
+                    "p99_ms": round(1000 * q[98]),
+                    "max_ms": round(1000 * max(xs)),
+                }
+            )
         return out
 
 
@@ -220,22 +232,33 @@ def run(url: str, headers: list[dict], n_uploads: int, n_readings: int, chars: i
     done = [r for r in final.values() if r["status"] == "done" and r.get("answer")]
     listed = sum(len(client.get(f"{url}/api/documents", headers=h).json()) for h in headers)
     return {
-        "users": users, "uploads": n_uploads, "uploads_stored": len(stored), "documents_listed": listed,
-        "uploads_lost": n_uploads - len(stored), "upload_wall_s": round(upload_s, 1),
-        "readings": n_readings, "readings_asked": len(asked), "readings_done": len(done),
-        "readings_lost": n_readings - len(done), "reading_wall_s": round(reading_s, 1),
+        "users": users,
+        "uploads": n_uploads,
+        "uploads_stored": len(stored),
+        "documents_listed": listed,
+        "uploads_lost": n_uploads - len(stored),
+        "upload_wall_s": round(upload_s, 1),
+        "readings": n_readings,
+        "readings_asked": len(asked),
+        "readings_done": len(done),
+        "readings_lost": n_readings - len(done),
+        "reading_wall_s": round(reading_s, 1),
         "failed": [r.get("error") for r in final.values() if r["status"] != "done"],
         "latency": lat.table(),
-    }  # fmt: skip
+    }
 
 
 def markdown(topology: str, f: dict) -> str:
-    lines = [f"# Load on loopback: {topology}", "",
-             f"{f['users']} users; {f['uploads']} uploads at once: {f['uploads_stored']} stored, {f['uploads_lost']} "
-             f"lost, {f['upload_wall_s']} s; {f['readings']} readings at once: {f['readings_done']} done, "
-             f"{f['readings_lost']} lost, {f['reading_wall_s']} s until the last answer.", "",
-             "| request | n | statuses | p50 ms | p95 ms | p99 ms | max ms |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"# Load on loopback: {topology}",
+        "",
+        f"{f['users']} users; {f['uploads']} uploads at once: {f['uploads_stored']} stored, {f['uploads_lost']} "
+        f"lost, {f['upload_wall_s']} s; {f['readings']} readings at once: {f['readings_done']} done, "
+        f"{f['readings_lost']} lost, {f['reading_wall_s']} s until the last answer.",
+        "",
+        "| request | n | statuses | p50 ms | p95 ms | p99 ms | max ms |",
+        "|---|---|---|---|---|---|---|",
+    ]
     lines += [
         f"| {r['request']} | {r['n']} | {r['statuses']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} | "
         f"{r['max_ms']} |"

@@ -32,11 +32,13 @@ def count(agent: MemoryAgent, name: str, questions: list[str], text: str, golds:
     trajectories = agent.read_batch([(q, text) for q in questions])
     writes = [c for t in trajectories for c in t.completions[:-1]]  # the memory rewrites, not the answers
     row = {
-        "document": name, "questions": len(questions), "memory_writes": len(writes),
+        "document": name,
+        "questions": len(questions),
+        "memory_writes": len(writes),
         "at_cap": sum(c.completion_tokens >= agent.config.memory_tokens for c in writes),
         "generated_per_question": sum(c.completion_tokens for t in trajectories for c in t.completions)
         / len(questions),
-    }  # fmt: skip
+    }
     if golds is not None:
         row["right"] = sum(sub_em(t.answer.answer, g) for t, g in zip(trajectories, golds))
     return row

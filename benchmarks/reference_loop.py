@@ -31,13 +31,16 @@ class ReferenceResult:
 
 
 def _chat(client: httpx.Client, url: str, model: str, message: str, max_tokens: int, usage: list[int]) -> str:
-    response = client.post(url, json={
-        "model": model,
-        "messages": [{"role": "user", "content": message}],
-        "temperature": 0.7,
-        "top_p": 0.95,
-        "max_tokens": max_tokens,
-    })  # fmt: skip
+    response = client.post(
+        url,
+        json={
+            "model": model,
+            "messages": [{"role": "user", "content": message}],
+            "temperature": 0.7,
+            "top_p": 0.95,
+            "max_tokens": max_tokens,
+        },
+    )
     response.raise_for_status()  # theirs returns '' on an error; a benchmark must not hide one
     data = response.json()
     usage[0] += data["usage"]["prompt_tokens"]

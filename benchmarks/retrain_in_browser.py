@@ -73,8 +73,13 @@ def feedback(page, url: str) -> None:
     docs = {}
     for case_id, (path, _) in DOCS.items():
         name = f"{case_id}.txt"
-        docs[case_id] = have.get(name) or api.post(f"{url}/api/documents", multipart={"file": {
-            "name": name, "mimeType": "text/plain", "buffer": path.read_bytes()}}).json()  # fmt: skip
+        docs[case_id] = (
+            have.get(name)
+            or api.post(
+                f"{url}/api/documents",
+                multipart={"file": {"name": name, "mimeType": "text/plain", "buffer": path.read_bytes()}},
+            ).json()
+        )
     page.reload()  # the document list is the page's as it loaded
     page.locator("#ask").wait_for(state="visible", timeout=60_000)
     for case_id, doc in docs.items():
@@ -92,8 +97,9 @@ def feedback(page, url: str) -> None:
         doc = next(d for d in api.get(f"{url}/api/documents").json() if d["filename"] == f"{case_id}.txt")
         deadline = time.monotonic() + 1800
         while True:
-            reading = next(r for r in api.get(f"{url}/api/documents/{doc['id']}/readings").json()
-                           if r["question"] == QUESTION)  # fmt: skip
+            reading = next(
+                r for r in api.get(f"{url}/api/documents/{doc['id']}/readings").json() if r["question"] == QUESTION
+            )
             if reading["status"] in ("done", "failed") or time.monotonic() > deadline:
                 break
             time.sleep(5)
@@ -135,9 +141,15 @@ def start(page, url: str, args: argparse.Namespace) -> None:
     shot(page, "data")
     tab(page, "New run", "#training-pages")
     page.locator("#run-name textarea, #run-name input").first.fill(args.name)
-    params = {"sft-steps": args.sft_steps, "sft-samples-per-step": args.sft_samples, "sft-carry": args.sft_carry,
-              "sft-learning-rate": args.sft_lr, "rl-steps": args.rl_steps, "mix-feedback": args.mix_feedback,
-              "save-every": 5}  # fmt: skip
+    params = {
+        "sft-steps": args.sft_steps,
+        "sft-samples-per-step": args.sft_samples,
+        "sft-carry": args.sft_carry,
+        "sft-learning-rate": args.sft_lr,
+        "rl-steps": args.rl_steps,
+        "mix-feedback": args.mix_feedback,
+        "save-every": 5,
+    }
     for key, value in params.items():
         page.locator(f"#param-{key} input").fill(str(value))
     page.locator("#estimate").get_by_text("Estimated time").wait_for(timeout=60_000)
@@ -199,8 +211,9 @@ def promote(page, url: str, name: str) -> None:
     page.locator("#question textarea").fill(QUESTION)
     page.locator("#ask").click()
     page.locator("#status").get_by_text("Done").wait_for(timeout=1_800_000)
-    (reading,) = [r for r in page.request.get(f"{url}/api/documents/{doc['id']}/readings").json()
-                  if r["id"] not in before]  # fmt: skip
+    (reading,) = [
+        r for r in page.request.get(f"{url}/api/documents/{doc['id']}/readings").json() if r["id"] not in before
+    ]
     print(
         f"new reading #{reading['id']} of #{doc['id']} {HELD} (held out): model {reading['model']!r}, "
         f"answered {reading['answer']!r}, expert {DOCS[HELD][1]!r}",

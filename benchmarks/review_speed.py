@@ -68,8 +68,9 @@ def main(argv: list[str] | None = None) -> None:
             run_readings(settings, ids)
             return time.monotonic() - start
 
-        (one,) = readings.ask(settings, doc.id, ["Which state's or country's law governs this agreement?"],
-                              enqueue=False)  # fmt: skip
+        (one,) = readings.ask(
+            settings, doc.id, ["Which state's or country's law governs this agreement?"], enqueue=False
+        )
         one_s = timed([one.id])
         started = review.review(settings, doc.id, enqueue=False)
         review_s = timed([r.reading_id for r in started.rows])
@@ -79,15 +80,28 @@ def main(argv: list[str] | None = None) -> None:
     shown = documents.show_document(settings, doc.id, with_page_map=False)
     chunks = readings.show(settings, one.id).total_chunks
     result = {
-        "contract": args.contract.name, "pages": shown.pages, "tokens": shown.token_count, "chunks": chunks,
-        "engine": settings.engine, "model": settings.model, "chunk_tokens": settings.chunk_tokens,
-        "memory_tokens": settings.memory_tokens, "max_batch": settings.max_batch, "questions": len(done.rows),
-        "answered": sum(r.status == "done" for r in done.rows), "one_question_s": round(one_s, 1),
-        "review_s": round(review_s, 1), "ratio": round(review_s / one_s, 2), "target_ratio": TARGET,
-        "machine": platform.node(), "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }  # fmt: skip
-    print(f"{args.contract.name}: {shown.pages} pages, {shown.token_count} tokens, {chunks} chunks of "
-          f"{settings.chunk_tokens} ({settings.engine}, {settings.model})")  # fmt: skip
+        "contract": args.contract.name,
+        "pages": shown.pages,
+        "tokens": shown.token_count,
+        "chunks": chunks,
+        "engine": settings.engine,
+        "model": settings.model,
+        "chunk_tokens": settings.chunk_tokens,
+        "memory_tokens": settings.memory_tokens,
+        "max_batch": settings.max_batch,
+        "questions": len(done.rows),
+        "answered": sum(r.status == "done" for r in done.rows),
+        "one_question_s": round(one_s, 1),
+        "review_s": round(review_s, 1),
+        "ratio": round(review_s / one_s, 2),
+        "target_ratio": TARGET,
+        "machine": platform.node(),
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    print(
+        f"{args.contract.name}: {shown.pages} pages, {shown.token_count} tokens, {chunks} chunks of "
+        f"{settings.chunk_tokens} ({settings.engine}, {settings.model})"
+    )
     print(f"one question: {one_s:.1f} s")
     print(f"review ({len(done.rows)} questions, one pass): {review_s:.1f} s")
     print(f"ratio: {review_s / one_s:.2f} (target <= {TARGET})")

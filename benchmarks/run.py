@@ -205,9 +205,12 @@ class App:
             memory_tokens = [[c.completion_tokens for c in r.checkpoints] for r in readings]
             final_memories = [r.checkpoints[-1].memory for r in readings]
             # + the stop token; none where the reading ended holding nothing (answered without the model)
-            answer_tokens = [0 if holds_nothing(memory) else
-                             len(self.tokenizer(r.final_output or "", add_special_tokens=False)["input_ids"]) + 1
-                             for r, memory in zip(readings, final_memories)]  # fmt: skip
+            answer_tokens = [
+                0
+                if holds_nothing(memory)
+                else len(self.tokenizer(r.final_output or "", add_special_tokens=False)["input_ids"]) + 1
+                for r, memory in zip(readings, final_memories)
+            ]
             longest = [max(n for n in step if n is not None) for step in zip_longest(*memory_tokens)]
             return {
                 **measured,
@@ -264,8 +267,10 @@ def bench_throughput(app: App, doc_tokens: int, templates: list[str], n: int, ca
             print(f"    {question!r}: memories {memories}, answer {answer}", flush=True)
         single = None
         for k, runs, right in ((1, alone, right_alone), (n, [together], right_together)):
-            measured = {key: (sum(r[key] for r in runs) / len(runs) if all(r.get(key) is not None for r in runs)
-                              else None) for key in MEASURED}  # fmt: skip
+            measured = {
+                key: (sum(r[key] for r in runs) / len(runs) if all(r.get(key) is not None for r in runs) else None)
+                for key in MEASURED
+            }
             row = {
                 "template": template,
                 "questions": k,

@@ -47,8 +47,10 @@ def pytest_runtest_logfinish(nodeid: str, location) -> None:
     _peak.append((used, nodeid))
     seconds = time.monotonic() - _started.pop(nodeid, time.monotonic())
     with OUT.open("a") as f:
-        f.write(f"{time.strftime('%H:%M:%S')}\t{seconds:.1f}\t{nodeid}\t{used:.1f}\t"
-                f"{me.memory_info().rss / 1e9:.2f}\t{_big_processes(me.pid)}\n")  # fmt: skip
+        f.write(
+            f"{time.strftime('%H:%M:%S')}\t{seconds:.1f}\t{nodeid}\t{used:.1f}\t"
+            f"{me.memory_info().rss / 1e9:.2f}\t{_big_processes(me.pid)}\n"
+        )
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

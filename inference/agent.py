@@ -173,8 +173,9 @@ KEEP_MARGIN = 1.0
 
 
 class MemoryAgent:
-    def __init__(self, engine: Engine, config: AgentConfig | None = None, shift_tokens: int = 0,
-                 scorer: Scorer | None = None):  # fmt: skip
+    def __init__(
+        self, engine: Engine, config: AgentConfig | None = None, shift_tokens: int = 0, scorer: Scorer | None = None
+    ):
         self.engine = engine
         self.config = config or AgentConfig()
         self.templates = get_template_set(self.config.template_set)

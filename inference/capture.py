@@ -76,8 +76,9 @@ def document_spans(document: str, max_chars: int = MAX_SENTENCE_CHARS) -> list[t
     return [piece for a, b in sentences(document) for piece in _cut_long(document, a, b, max_chars)]
 
 
-def chunk_spans(spans: Sequence[tuple[int, int]], start: int, end: int,
-                most: int = MAX_SENTENCES) -> list[tuple[int, int]]:  # fmt: skip
+def chunk_spans(
+    spans: Sequence[tuple[int, int]], start: int, end: int, most: int = MAX_SENTENCES
+) -> list[tuple[int, int]]:
     """The document's sentence spans clipped to the chunk [start, end): a sentence across a chunk's edge is read
     as two pieces, each in its own chunk; at most `most` of them.
 
@@ -88,16 +89,19 @@ def chunk_spans(spans: Sequence[tuple[int, int]], start: int, end: int,
     return _merge_shortest(clipped, most)
 
 
-def assemble(memory: Sequence[Sentence], chunk: Sequence[Sentence], memory_tokens: int,
-             threshold: float = -math.inf) -> list[Sentence]:  # fmt: skip
+def assemble(
+    memory: Sequence[Sentence], chunk: Sequence[Sentence], memory_tokens: int, threshold: float = -math.inf
+) -> list[Sentence]:
     """The new memory: pinned lines first and always, then the best-scored sentences of `memory` and `chunk` whose
     score reaches `threshold`, while their tokens (each sentence's `tokens`, plus one for its line break) fit in
     `memory_tokens`; a sentence that does not fit is passed over for a shorter one. Returned pinned lines first,
     the rest in document order."""
     pinned = [s for s in memory if s.pinned]
     used = sum(s.tokens + 1 for s in pinned)
-    candidates = sorted((s for s in [*memory, *chunk] if not s.pinned and s.score >= threshold),
-                        key=lambda s: (-s.score, s.start if s.start is not None else -1))  # fmt: skip
+    candidates = sorted(
+        (s for s in [*memory, *chunk] if not s.pinned and s.score >= threshold),
+        key=lambda s: (-s.score, s.start if s.start is not None else -1),
+    )
     kept = []
     for s in candidates:
         if used + s.tokens + 1 <= memory_tokens:
@@ -111,8 +115,9 @@ def render(memory: Sequence[Sentence]) -> str:
     return "\n".join(s.line() for s in memory)
 
 
-def scored(document: str, spans: Sequence[tuple[int, int]], scores: Sequence[float],
-           count: Callable[[str], int]) -> list[Sentence]:  # fmt: skip
+def scored(
+    document: str, spans: Sequence[tuple[int, int]], scores: Sequence[float], count: Callable[[str], int]
+) -> list[Sentence]:
     """The chunk's sentences with their scores and token counts."""
     return [Sentence(document[a:b], a, b, float(sc), count(document[a:b])) for (a, b), sc in zip(spans, scores)]
 

@@ -56,8 +56,9 @@ class PointerScorer:
 
     def __init__(self, model: Any, tokenizer: Any):
         self.model, self.tok = model.eval(), tokenizer
-        turn = tokenizer.apply_chat_template([{"role": "user", "content": _SLOT}], tokenize=False,
-                                             add_generation_prompt=True)  # fmt: skip
+        turn = tokenizer.apply_chat_template(
+            [{"role": "user", "content": _SLOT}], tokenize=False, add_generation_prompt=True
+        )
         self.head, self.tail = turn.split(_SLOT)
         self.digits = [tokenizer.convert_tokens_to_ids(str(d)) for d in range(10)]
         self.close = tokenizer.convert_tokens_to_ids("]")

@@ -18,28 +18,46 @@ class Day(NamedTuple):
     year: str
 
     def fits(self, gold: Day) -> bool:
-        return (gold.month in (None, self.month) and gold.day in (None, self.day)
-                and self.year.startswith(gold.year))  # fmt: skip
+        return gold.month in (None, self.month) and gold.day in (None, self.day) and self.year.startswith(gold.year)
 
     def as_specific(self, gold: Day) -> bool:
         """Says every part the gold says: a rival candidate when it does not fit."""
-        return ((gold.month is None or self.month is not None) and (gold.day is None or self.day is not None)
-                and len(self.year) >= len(gold.year))  # fmt: skip
+        return (
+            (gold.month is None or self.month is not None)
+            and (gold.day is None or self.day is not None)
+            and len(self.year) >= len(gold.year)
+        )
 
 
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-           "november", "december")  # fmt: skip
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 _MONTH = rf"(?P<month>{'|'.join(m[:3] + f'(?:{m[3:]})?' for m in _MONTHS)})\.?"
 _MONTH_NUMBER = {m[:3]: n for n, m in enumerate(_MONTHS, 1)}
 _DAY, _YEAR = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?", r"(?P<year>\d{4}|\d{2})"
 _SLOT = r"(?:\d|\[\])"  # a digit, or CUAD's blank
-_DATE_FORMS = [re.compile(form, re.IGNORECASE) for form in (  # most specific first: a match hides those inside it
-    rf"(?<![\w/\[\]])(?P<month>{_SLOT}{{1,2}})/(?P<day>{_SLOT}{{1,2}})/(?P<year>{_SLOT}{{1,4}})(?![\w/\[\]])",  # 4/3/[]
-    rf"\b{_MONTH} {_DAY},? {_YEAR}\b",  # October 30, 2017
-    rf"\b(?:the )?{_DAY}(?: day)?(?: of)? {_MONTH},? {_YEAR}\b",  # 30 October 2017, the 30th day of October, 2017
-    rf"\b{_MONTH},? (?:of )?(?P<year>\d{{4}})\b",  # October 2017
-    r"(?<![\w/])(?P<year>(?:19|20)\d\d)(?![\w/])",  # 2017
-)]  # fmt: skip
+_DATE_FORMS = [
+    re.compile(form, re.IGNORECASE)
+    for form in (  # most specific first: a match hides those inside it
+        # 4/3/[]
+        rf"(?<![\w/\[\]])(?P<month>{_SLOT}{{1,2}})/(?P<day>{_SLOT}{{1,2}})/(?P<year>{_SLOT}{{1,4}})(?![\w/\[\]])",
+        rf"\b{_MONTH} {_DAY},? {_YEAR}\b",  # October 30, 2017
+        rf"\b(?:the )?{_DAY}(?: day)?(?: of)? {_MONTH},? {_YEAR}\b",  # 30 October 2017, the 30th day of October, 2017
+        rf"\b{_MONTH},? (?:of )?(?P<year>\d{{4}})\b",  # October 2017
+        r"(?<![\w/])(?P<year>(?:19|20)\d\d)(?![\w/])",  # 2017
+    )
+]
 
 
 def _day(m: re.Match[str]) -> Day | None:

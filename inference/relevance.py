@@ -115,8 +115,14 @@ def features(q: Question, s: SentenceHalf) -> tuple[np.ndarray, np.ndarray]:
     """(indices, values) of one (question, sentence) pair."""
     share = len(q.stems & s.stems) / len(q.stems) if q.stems else 0.0
     bucket = _ids([f"lex:{min(int(share * 4), 4)}"])
-    binary = [_mix("bias", np.zeros(1, np.uint64)), _mix("q", q.key), _mix("qw", q.key, s.words),
-              _mix("qshape", q.key, s.shape), _mix("lex", bucket), _mix("lex", q.key, bucket)]  # fmt: skip
+    binary = [
+        _mix("bias", np.zeros(1, np.uint64)),
+        _mix("q", q.key),
+        _mix("qw", q.key, s.words),
+        _mix("qshape", q.key, s.shape),
+        _mix("lex", bucket),
+        _mix("lex", q.key, bucket),
+    ]
     idx = np.concatenate([*binary, _mix("lex", np.zeros(1, np.uint64))])
     values = np.ones(len(idx), dtype=np.float32)
     values[-1] = share

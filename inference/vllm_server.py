@@ -86,9 +86,15 @@ def cpu_dtype(cpuinfo: str | None = None) -> str:
 
 
 DEFAULT_ARGS: tuple[str, ...] = (
-    "--dtype", cpu_dtype(), "--enforce-eager", "--enable-prefix-caching", "--block-size", "32",
-    "--max-num-seqs", "32",
-)  # fmt: skip
+    "--dtype",
+    cpu_dtype(),
+    "--enforce-eager",
+    "--enable-prefix-caching",
+    "--block-size",
+    "32",
+    "--max-num-seqs",
+    "32",
+)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -186,14 +192,22 @@ class VLLMServer:
 
     def command(self) -> list[str]:
         return [
-            str(self.python), "-m", "vllm.entrypoints.openai.api_server",
-            "--model", str(self.model),
-            "--served-model-name", self.served_model_name,
-            "--host", self.host, "--port", str(self.port),
-            "--max-model-len", str(self.max_model_len),
+            str(self.python),
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(self.model),
+            "--served-model-name",
+            self.served_model_name,
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--max-model-len",
+            str(self.max_model_len),
             "--disable-uvicorn-access-log",
             *self.args,
-        ]  # fmt: skip
+        ]
 
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)

@@ -18,8 +18,9 @@ class WorkerGroup:
 
     def __init__(self, command: Sequence[str], env: dict[str, str], log: Path, stop_timeout_s: float = 30):
         self.log, self.stop_timeout_s = log, stop_timeout_s
-        self.proc = subprocess.Popen(list(command), env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT,
-                                     start_new_session=True)  # fmt: skip
+        self.proc = subprocess.Popen(
+            list(command), env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def kill(self) -> None:
         os.killpg(self.proc.pid, signal.SIGKILL)

@@ -46,8 +46,10 @@ class Part:
 #: run first, with nothing beside them: tests that race processes against the clock (the vLLM supervisor's kill
 #: points left a process past their 20 s wait with the rest beside them, niced or not)
 ALONE = Part("against the clock", "timing", 0)
-PARTS = (Part("models and browser", f"({MODELS}) and not timing", 0),
-         Part("the rest", f"not ({MODELS} or timing)", REST_NICE))  # fmt: skip
+PARTS = (
+    Part("models and browser", f"({MODELS}) and not timing", 0),
+    Part("the rest", f"not ({MODELS} or timing)", REST_NICE),
+)
 
 
 def cpu_kind() -> tuple[str, str]:

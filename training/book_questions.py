@@ -47,13 +47,59 @@ QUESTIONS_DIR = Path(__file__).resolve().parent / "questions"
 KINDS: tuple[str, ...] = ("character", "relation", "place", "event", "speaker", "object", "number")
 
 SPEECH_VERBS: tuple[str, ...] = (
-    "said", "asked", "cried", "replied", "answered", "exclaimed", "returned", "continued", "added", "whispered",
-    "called", "shouted", "began", "remarked", "observed", "murmured", "repeated", "inquired", "enquired",
-    "demanded", "interrupted", "explained", "protested", "suggested", "insisted", "urged", "retorted", "snapped",
-    "sighed", "laughed", "pleaded", "sobbed", "groaned", "grumbled", "complained",
-)  # fmt: skip
-TITLES: tuple[str, ...] = ("Mr.", "Mrs.", "Mr", "Mrs", "Miss", "Dr.", "M.", "Madame", "Aunt", "Uncle", "Lady",
-                           "Lord", "Sir", "Captain", "Professor")  # fmt: skip
+    "said",
+    "asked",
+    "cried",
+    "replied",
+    "answered",
+    "exclaimed",
+    "returned",
+    "continued",
+    "added",
+    "whispered",
+    "called",
+    "shouted",
+    "began",
+    "remarked",
+    "observed",
+    "murmured",
+    "repeated",
+    "inquired",
+    "enquired",
+    "demanded",
+    "interrupted",
+    "explained",
+    "protested",
+    "suggested",
+    "insisted",
+    "urged",
+    "retorted",
+    "snapped",
+    "sighed",
+    "laughed",
+    "pleaded",
+    "sobbed",
+    "groaned",
+    "grumbled",
+    "complained",
+)
+TITLES: tuple[str, ...] = (
+    "Mr.",
+    "Mrs.",
+    "Mr",
+    "Mrs",
+    "Miss",
+    "Dr.",
+    "M.",
+    "Madame",
+    "Aunt",
+    "Uncle",
+    "Lady",
+    "Lord",
+    "Sir",
+    "Captain",
+    "Professor",
+)
 MIN_WORDS, MAX_WORDS = 6, 60
 
 _FOLD = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
@@ -109,8 +155,11 @@ def load_questions(path: Path = QUESTIONS_DIR) -> list[BookQuestion]:
                 raise ValueError(f"{file}:{number}: fields are {sorted(row)}")
             if row["kind"] not in KINDS or not row["answers"]:
                 raise ValueError(f"{file}:{number}: kind {row['kind']!r} or no answers")
-            out.append(BookQuestion(row["id"], row["book"], row["question"], tuple(row["answers"]),
-                                    row["evidence"], row["kind"]))  # fmt: skip
+            out.append(
+                BookQuestion(
+                    row["id"], row["book"], row["question"], tuple(row["answers"]), row["evidence"], row["kind"]
+                )
+            )
     return out
 
 
@@ -138,8 +187,11 @@ def tagged_lines(text: str) -> Iterator[Tagged]:
             yield Tagged(squash(line.removesuffix(",")), tag["name"], squash(paragraph[open_ : tag.end()]))
             if i + 1 < len(pairs) and _REOPEN.match(straight, tag.end()):
                 reopen, reclose = pairs[i + 1]
-                yield Tagged(squash(paragraph[reopen + 1 : reclose].strip().removesuffix(",")), tag["name"],
-                             squash(paragraph[tag.start() : reclose + 1]))  # fmt: skip
+                yield Tagged(
+                    squash(paragraph[reopen + 1 : reclose].strip().removesuffix(",")),
+                    tag["name"],
+                    squash(paragraph[tag.start() : reclose + 1]),
+                )
 
 
 def _lower_words(text: str) -> set[str]:
@@ -185,6 +237,14 @@ def speaker_questions(book: str, books_dir: Path = BOOKS_DIR) -> list[BookQuesti
             continue
         if folded.count(fold(t.line)) != 1:
             continue
-        out.append(BookQuestion(f"{stem}-say-{len(out) + 1:04d}", book, f'Who says "{t.line}"?',
-                                _answers(t.speaker, text), t.evidence, "speaker"))  # fmt: skip
+        out.append(
+            BookQuestion(
+                f"{stem}-say-{len(out) + 1:04d}",
+                book,
+                f'Who says "{t.line}"?',
+                _answers(t.speaker, text),
+                t.evidence,
+                "speaker",
+            )
+        )
     return out

@@ -76,26 +76,43 @@ def best_rank(scores: Sequence[float], labels: Sequence[int]) -> int | None:
     >>> best_rank([0.1, 0.5, 0.5, 0.2], [0, 0, 1, 1]), best_rank([1.0, 2.0], [0, 0])
     (2, None)
     """
-    ranks = [sum(x > scores[i] for x in scores) + sum(x == scores[i] for x in scores[:i]) + 1
-             for i, on in enumerate(labels) if on]  # fmt: skip
+    ranks = [
+        sum(x > scores[i] for x in scores) + sum(x == scores[i] for x in scores[:i]) + 1
+        for i, on in enumerate(labels)
+        if on
+    ]
     return min(ranks) if ranks else None
 
 
-def document_rows(source: str, text: str, questions: Sequence[tuple[str, Sequence[str]]], tokenizer: Any,
-                  chunk_tokens: int = 1024, shift_tokens: int = 0) -> list[CaptureRow]:  # fmt: skip
+def document_rows(
+    source: str,
+    text: str,
+    questions: Sequence[tuple[str, Sequence[str]]],
+    tokenizer: Any,
+    chunk_tokens: int = 1024,
+    shift_tokens: int = 0,
+) -> list[CaptureRow]:
     """One row per chunk of `text` (the app's chunking), each question (question, marked passages) labelled."""
     spans = document_spans(text)
     evidence = [passage_spans(text, passages) for _, passages in questions]
     rows = []
     for c in split_into_chunks(text, tokenizer, chunk_tokens, shift_tokens):
         here = tuple(chunk_spans(spans, c.start_char, c.end_char))
-        rows.append(CaptureRow(source, c.index, here, tuple(q for q, _ in questions),
-                               tuple(labels(here, ev) for ev in evidence)))  # fmt: skip
+        rows.append(
+            CaptureRow(
+                source, c.index, here, tuple(q for q, _ in questions), tuple(labels(here, ev) for ev in evidence)
+            )
+        )
     return rows
 
 
-def contract_rows(tokenizer: Any, contracts_dir: Path | None = None, exclude: Iterable[str] | None = None,
-                  chunk_tokens: int = 1024, limit: int | None = None) -> Iterable[tuple[str, CaptureRow]]:  # fmt: skip
+def contract_rows(
+    tokenizer: Any,
+    contracts_dir: Path | None = None,
+    exclude: Iterable[str] | None = None,
+    chunk_tokens: int = 1024,
+    limit: int | None = None,
+) -> Iterable[tuple[str, CaptureRow]]:
     """(text, row) for every chunk of the training contracts, all 41 categories as questions."""
     from training.tasks import CONTRACTS_TRAIN_DIR, NOT_FOR_TRAINING, contract_cases
 

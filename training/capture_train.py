@@ -55,8 +55,14 @@ def pick_questions(row: CaptureRow, rng: random.Random, positives: int, negative
     return rng.sample(pos, min(positives, len(pos))) + rng.sample(neg, min(negatives, len(neg)))
 
 
-def schedule(rows: Sequence[tuple[str, CaptureRow]], count: int, positive_share: float, seed: int,
-             positives: int = 4, negatives: int = 2) -> list[Item]:  # fmt: skip
+def schedule(
+    rows: Sequence[tuple[str, CaptureRow]],
+    count: int,
+    positive_share: float,
+    seed: int,
+    positives: int = 4,
+    negatives: int = 2,
+) -> list[Item]:
     """`count` items drawn with the seed: a share `positive_share` from rows with evidence for some question, the
     rest from rows with none; rows without sentences are skipped. The same arguments give the same list, and a
     longer `count` the same list longer, so a resumed run (even with more `--steps`) sees the rows it had not seen.
@@ -74,8 +80,15 @@ def schedule(rows: Sequence[tuple[str, CaptureRow]], count: int, positive_share:
         pool = with_ev if (rng.random() < positive_share and with_ev) or not without else without
         text, row = rng.choice(pool)
         qs = pick_questions(row, rng, positives, negatives)
-        items.append(Item(row.source, row.chunk, tuple(row.sentences(text)), tuple(row.questions[q] for q in qs),
-                          tuple(row.labels[q] for q in qs)))  # fmt: skip
+        items.append(
+            Item(
+                row.source,
+                row.chunk,
+                tuple(row.sentences(text)),
+                tuple(row.questions[q] for q in qs),
+                tuple(row.labels[q] for q in qs),
+            )
+        )
     return items
 
 
@@ -99,8 +112,14 @@ def item_loss(scorer: Any, item: Item) -> tuple[Any, list[dict]]:
         loss = pointer_loss(logp, labels)
         losses.append(loss)
         logp = logp.detach()
-        stats.append({"loss": float(loss.detach()), "positive": any(labels), "rank": evidence_rank(logp, labels),
-                      "p_none": float(logp[0].exp())})  # fmt: skip
+        stats.append(
+            {
+                "loss": float(loss.detach()),
+                "positive": any(labels),
+                "rank": evidence_rank(logp, labels),
+                "p_none": float(logp[0].exp()),
+            }
+        )
     return sum(losses) / len(losses), stats
 
 
@@ -116,11 +135,15 @@ def summary(stats: list[dict]) -> dict:
         return sum(xs) / len(xs) if xs else None
 
     ranks = [s["rank"] for s in stats if s["rank"] is not None]
-    return {"loss": mean([s["loss"] for s in stats]), "loss_pos": mean([s["loss"] for s in stats if s["positive"]]),
-            "loss_none": mean([s["loss"] for s in stats if not s["positive"]]),
-            "top1": mean([float(r == 1) for r in ranks]), "top3": mean([float(r <= 3) for r in ranks]),
-            "p_none_on_none": mean([s["p_none"] for s in stats if not s["positive"]]),
-            "questions": len(stats)}  # fmt: skip
+    return {
+        "loss": mean([s["loss"] for s in stats]),
+        "loss_pos": mean([s["loss"] for s in stats if s["positive"]]),
+        "loss_none": mean([s["loss"] for s in stats if not s["positive"]]),
+        "top1": mean([float(r == 1) for r in ranks]),
+        "top3": mean([float(r <= 3) for r in ranks]),
+        "p_none_on_none": mean([s["p_none"] for s in stats if not s["positive"]]),
+        "questions": len(stats),
+    }
 
 
 def save(out: Path, step: int, model: Any, optimizer: Any) -> Path:

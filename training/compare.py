@@ -39,8 +39,12 @@ def bootstrap_interval(
     """
     diff = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
     rng = np.random.default_rng(seed)
-    means = np.concatenate([diff[rng.integers(0, len(diff), (min(1000, resamples - i), len(diff)))].mean(axis=1)
-                            for i in range(0, resamples, 1000)])  # fmt: skip
+    means = np.concatenate(
+        [
+            diff[rng.integers(0, len(diff), (min(1000, resamples - i), len(diff)))].mean(axis=1)
+            for i in range(0, resamples, 1000)
+        ]
+    )
     lo, hi = np.percentile(means, [2.5, 97.5])
     return float(lo), float(hi)
 
@@ -67,11 +71,16 @@ def compare(
         row: dict[str, Any] = {"n": len(ids), "only_before": len(a) - len(ids), "only_after": len(b) - len(ids)}
         if ids:
             lo, hi = bootstrap_interval(x, y, resamples)
-            row.update(before=sum(x) / len(x), after=sum(y) / len(y), difference=(sum(y) - sum(x)) / len(ids),
-                       interval=[lo, hi], gained=sum(q > p for p, q in zip(x, y)),
-                       lost=sum(q < p for p, q in zip(x, y)),
-                       same_answer=sum(normalize(a[i]["answer"]) == normalize(b[i]["answer"]) for i in ids) / len(ids),
-                       dropped=hi < 0)  # fmt: skip
+            row.update(
+                before=sum(x) / len(x),
+                after=sum(y) / len(y),
+                difference=(sum(y) - sum(x)) / len(ids),
+                interval=[lo, hi],
+                gained=sum(q > p for p, q in zip(x, y)),
+                lost=sum(q < p for p, q in zip(x, y)),
+                same_answer=sum(normalize(a[i]["answer"]) == normalize(b[i]["answer"]) for i in ids) / len(ids),
+                dropped=hi < 0,
+            )
         rows[suite] = row
     return rows
 
@@ -84,8 +93,10 @@ def table(rows: dict[str, dict[str, Any]], metric: str) -> str:
     lines = [header, "|---|---|---|---|---|---|---|---|---|"]
     for suite, r in rows.items():
         if not r["n"]:
-            lines.append(f"| {suite} | 0 | – | – | – | – | – | – | not comparable ({r['only_before']} questions only "
-                         f"before, {r['only_after']} only after) |")  # fmt: skip
+            lines.append(
+                f"| {suite} | 0 | – | – | – | – | – | – | not comparable ({r['only_before']} questions only "
+                f"before, {r['only_after']} only after) |"
+            )
             continue
         lo, hi = r["interval"]
         verdict = "DROPPED" if r["dropped"] else "ok"

@@ -54,10 +54,24 @@ def parties_named(answer: str, golds: Sequence[str]) -> float | None:
 def case_result(task: Task, suite: str, group: str, answer: str, memories: Sequence[str]) -> CaseResult:
     """A read task scored, with where its miss happened."""
     correct = sub_em(answer, task.answers)
-    return CaseResult(task.id, suite, group, task.kind, task.doc_tokens, task.question, task.answers, answer,
-                      correct, exact_match(answer, task.answers), memories[-1] if memories else "", len(memories),
-                      parties_named(answer, task.answers), task.evidence, tuple(memories),
-                      misses.where(memories, task.answers, task.evidence, correct))  # fmt: skip
+    return CaseResult(
+        task.id,
+        suite,
+        group,
+        task.kind,
+        task.doc_tokens,
+        task.question,
+        task.answers,
+        answer,
+        correct,
+        exact_match(answer, task.answers),
+        memories[-1] if memories else "",
+        len(memories),
+        parties_named(answer, task.answers),
+        task.evidence,
+        tuple(memories),
+        misses.where(memories, task.answers, task.evidence, correct),
+    )
 
 
 def length_label(doc_tokens: int | None) -> str:
@@ -145,11 +159,25 @@ def summarize(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
         kinds = sorted({r.kind for r in rs})
         for kind in kinds:
             sub = [r for r in rs if r.kind == kind]
-            rows.append({"suite": suite, "group": group, "kind": kind,
-                         "doc_tokens": round(sum(r.doc_tokens for r in sub) / len(sub)), **score(sub)})  # fmt: skip
+            rows.append(
+                {
+                    "suite": suite,
+                    "group": group,
+                    "kind": kind,
+                    "doc_tokens": round(sum(r.doc_tokens for r in sub) / len(sub)),
+                    **score(sub),
+                }
+            )
         if len(kinds) > 1:
-            rows.append({"suite": suite, "group": group, "kind": "all",
-                         "doc_tokens": round(sum(r.doc_tokens for r in rs) / len(rs)), **score(rs)})  # fmt: skip
+            rows.append(
+                {
+                    "suite": suite,
+                    "group": group,
+                    "kind": "all",
+                    "doc_tokens": round(sum(r.doc_tokens for r in rs) / len(rs)),
+                    **score(rs),
+                }
+            )
     return rows
 
 
@@ -185,8 +213,13 @@ def suite_summary(results: Sequence[CaseResult]) -> dict[str, dict[str, Any]]:
     for suite in dict.fromkeys(r.suite for r in results):
         rs = [r for r in results if r.suite == suite]
         k = sum(r.sub_em for r in rs)
-        out[suite] = {"n": len(rs), "sub_em": k / len(rs), "interval": list(wilson(k, len(rs))),
-                      "balanced_accuracy": balanced_accuracy(rs), **misses.rates(rs)}  # fmt: skip
+        out[suite] = {
+            "n": len(rs),
+            "sub_em": k / len(rs),
+            "interval": list(wilson(k, len(rs))),
+            "balanced_accuracy": balanced_accuracy(rs),
+            **misses.rates(rs),
+        }
     return out
 
 
@@ -196,16 +229,20 @@ def suites_table(suites: dict[str, dict[str, Any]]) -> str:
     def pct(x: float | None) -> str:
         return "–" if x is None else f"{x:.1%}"
 
-    header = ("| suite | n | sub-EM (95% interval) | balanced acc. | never entered memory | overwritten | "
-              "in final memory, answer missed | answer right when final memory held it | kept something, "
-              "nothing to find |")  # fmt: skip
+    header = (
+        "| suite | n | sub-EM (95% interval) | balanced acc. | never entered memory | overwritten | "
+        "in final memory, answer missed | answer right when final memory held it | kept something, "
+        "nothing to find |"
+    )
     lines = [header, "|---|---|---|---|---|---|---|---|---|"]
     for suite, s in suites.items():
         lo, hi = s["interval"]
-        lines.append(f"| {suite} | {s['n']} | {s['sub_em']:.1%} ({lo:.1%}–{hi:.1%}) | {pct(s['balanced_accuracy'])} | "
-                     f"{pct(s['never-entered'])} | {pct(s['overwritten'])} | {pct(s['answer-missed'])} | "
-                     f"{pct(s['answered_when_held'])} (of {s['final_held']}) | {pct(s['kept_something'])} "
-                     f"(of {s['unanswerable']}) |")  # fmt: skip
+        lines.append(
+            f"| {suite} | {s['n']} | {s['sub_em']:.1%} ({lo:.1%}–{hi:.1%}) | {pct(s['balanced_accuracy'])} | "
+            f"{pct(s['never-entered'])} | {pct(s['overwritten'])} | {pct(s['answer-missed'])} | "
+            f"{pct(s['answered_when_held'])} (of {s['final_held']}) | {pct(s['kept_something'])} "
+            f"(of {s['unanswerable']}) |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -216,8 +253,10 @@ def markdown_table(rows: Sequence[dict[str, Any]], title: str = "") -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        lines.append(f"| {r['suite']} | {r['group']} | {r['kind']} | {r['doc_tokens']:,} | {r['n']} | "
-                     f"{r['sub_em']:.1%} | {r['exact_match']:.1%} |")  # fmt: skip
+        lines.append(
+            f"| {r['suite']} | {r['group']} | {r['kind']} | {r['doc_tokens']:,} | {r['n']} | "
+            f"{r['sub_em']:.1%} | {r['exact_match']:.1%} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -241,8 +280,7 @@ def plot(rows: Sequence[dict[str, Any]], path: Path, title: str = "") -> None:
             pts = sorted((r["doc_tokens"], r["sub_em"], r["exact_match"]) for r in synthetic if r["kind"] == kind)
             xs = [p[0] for p in pts]
             line = ax.plot(xs, [p[1] for p in pts], marker="o", label=f"{kind} sub-EM")[0]
-            ax.plot(xs, [p[2] for p in pts], marker="x", linestyle="--", color=line.get_color(),
-                    label=f"{kind} exact")  # fmt: skip
+            ax.plot(xs, [p[2] for p in pts], marker="x", linestyle="--", color=line.get_color(), label=f"{kind} exact")
         ax.set_xscale("log", base=2)
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("document tokens")
@@ -256,8 +294,9 @@ def plot(rows: Sequence[dict[str, Any]], path: Path, title: str = "") -> None:
         xs = range(len(labels))
         ax.bar([x - 0.2 for x in xs], [r["sub_em"] for r in contracts], width=0.4, label="sub-EM")
         ax.bar([x + 0.2 for x in xs], [r["exact_match"] for r in contracts], width=0.4, label="exact match")
-        ax.set_xticks(list(xs), [f"{lab}\n(n={r['n']})" for lab, r in zip(labels, contracts)], rotation=30,
-                      ha="right", fontsize=7)  # fmt: skip
+        ax.set_xticks(
+            list(xs), [f"{lab}\n(n={r['n']})" for lab, r in zip(labels, contracts)], rotation=30, ha="right", fontsize=7
+        )
         ax.set_ylim(0, 1.02)
         ax.set_title("contracts")
         ax.grid(alpha=0.3, axis="y")
@@ -297,8 +336,10 @@ def write(out: dict[str, Any], out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(json.dumps(out, indent=1, ensure_ascii=False), encoding="utf-8")
     cfg = out["config"]
-    title = (f"{cfg['label'] or cfg['engine']}: template {cfg['agent']['template_set']}, chunk "
-             f"{cfg['agent']['chunk_tokens']}, memory {cfg['agent']['memory_tokens']}")  # fmt: skip
+    title = (
+        f"{cfg['label'] or cfg['engine']}: template {cfg['agent']['template_set']}, chunk "
+        f"{cfg['agent']['chunk_tokens']}, memory {cfg['agent']['memory_tokens']}"
+    )
     table = markdown_table(out["summary"], title)
     if out.get("suites"):
         table += "\n" + suites_table(out["suites"])
@@ -307,8 +348,10 @@ def write(out: dict[str, Any], out_dir: Path) -> None:
             "\n| set | questions | seconds | document tokens read (all questions) | tokens/s |\n|---|---|---|---|---|\n"
         )
         for t in out["timing"]:
-            table += (f"| {t['set']} | {t['questions']} | {t['seconds']} | {t['document_tokens_read']:,} | "
-                      f"{t['tokens_per_s']} |\n")  # fmt: skip
+            table += (
+                f"| {t['set']} | {t['questions']} | {t['seconds']} | {t['document_tokens_read']:,} | "
+                f"{t['tokens_per_s']} |\n"
+            )
     (out_dir / "table.md").write_text(table, encoding="utf-8")
     plot(out["summary"], out_dir / "plot.png", title)
 
@@ -320,7 +363,7 @@ def cases_json(results: Sequence[CaseResult], documents: Sequence[str]) -> dict[
         "cases": [
             {"document": d, "question": r.question, "answer": r.answer, "correct": r.sub_em}
             for r, d in zip(results, documents)
-        ],  # fmt: skip
+        ],
         "sub_em": s["sub_em"],
         "exact_match": s["exact_match"],
     }

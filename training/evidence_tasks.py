@@ -71,7 +71,13 @@ from training.tasks import (
 from training.tasks.books import _book, book_text
 
 CONTRACT_EXTRACT, CONTRACT_CLAUSE, CLAUSE_TWIN, BOOK, PLANTED, ABSENT_GROUP = (
-    "contract-extract", "contract-clause", "clause-twin", "book", "planted", "absent")  # fmt: skip
+    "contract-extract",
+    "contract-clause",
+    "clause-twin",
+    "book",
+    "planted",
+    "absent",
+)
 GROUPS: tuple[str, ...] = (CONTRACT_EXTRACT, CONTRACT_CLAUSE, CLAUSE_TWIN, BOOK, PLANTED, ABSENT_GROUP)
 #: Most characters of a Yes clause's evidence: the memory (`memory_tokens`, 128 in the small preset) holds it.
 CLAUSE_CHARS = 300
@@ -141,8 +147,9 @@ def without_aliases(parties: str) -> str:
     return parties if "[]" in short or not short else short
 
 
-def contract_questions(contracts_dir: Path = CONTRACTS_TRAIN_DIR,
-                       exclude: Collection[str] = ()) -> tuple[dict[str, str], list[Question]]:  # fmt: skip
+def contract_questions(
+    contracts_dir: Path = CONTRACTS_TRAIN_DIR, exclude: Collection[str] = ()
+) -> tuple[dict[str, str], list[Question]]:
     """The texts (by contract id) and questions of `contracts-train`, without the contracts in `exclude`. Yes/no
     questions are in `contract-clause` (kind `clause:<category>`, or `ABSENT` for No), the others in
     `contract-extract` (kind `contract:<category>`); an extraction with no evidence in the text is left out, as is
@@ -160,15 +167,33 @@ def contract_questions(contracts_dir: Path = CONTRACTS_TRAIN_DIR,
             if qa["kind"] == YES_NO and answer == "No":
                 questions.append(Question(qid, CONTRACT_CLAUSE, case["id"], qa["question"], ("No",), (), ABSENT))
             elif qa["kind"] == YES_NO and found:
-                questions.append(Question(qid, CONTRACT_CLAUSE, case["id"], qa["question"], ("Yes",),
-                                          (clause_excerpt(found[0]),), f"clause:{qa['category']}",
-                                          tuple(e for e in qa["evidence"] if e)))  # fmt: skip
+                questions.append(
+                    Question(
+                        qid,
+                        CONTRACT_CLAUSE,
+                        case["id"],
+                        qa["question"],
+                        ("Yes",),
+                        (clause_excerpt(found[0]),),
+                        f"clause:{qa['category']}",
+                        tuple(e for e in qa["evidence"] if e),
+                    )
+                )
             elif qa["kind"] == EXTRACT and found:
                 answers = (answer,)
                 if qa["category"] == "Parties" and (short := without_aliases(answer)) != answer:
                     answers = (short, answer)
-                questions.append(Question(qid, CONTRACT_EXTRACT, case["id"], qa["question"], answers,
-                                          tuple(found), f"contract:{qa['category']}"))  # fmt: skip
+                questions.append(
+                    Question(
+                        qid,
+                        CONTRACT_EXTRACT,
+                        case["id"],
+                        qa["question"],
+                        answers,
+                        tuple(found),
+                        f"contract:{qa['category']}",
+                    )
+                )
     return texts, questions
 
 
@@ -205,8 +230,9 @@ def cut_out(text: str, start: int, end: int, passages: Sequence[str]) -> str:
     return "".join(kept) + text[at:end] if at < end else "".join(kept)
 
 
-def book_questions(books: Sequence[str] = TRAIN_BOOKS, books_dir: Path = BOOKS_DIR,
-                   questions_dir: Path = QUESTIONS_DIR) -> tuple[dict[str, str], list[Question]]:  # fmt: skip
+def book_questions(
+    books: Sequence[str] = TRAIN_BOOKS, books_dir: Path = BOOKS_DIR, questions_dir: Path = QUESTIONS_DIR
+) -> tuple[dict[str, str], list[Question]]:
     """The texts (by stem) and the "Who says ..." questions made from the dialogue tags of `books`; never a
     held-out book. The hand-written questions are the `books` suite's (dev: these very novels), so training
     draws none of them, nor a made question whose passage overlaps one of theirs."""
@@ -234,10 +260,18 @@ class EvidenceTasks:
     """The questions of `groups` (default all), and `draw`, which cuts their documents to windows at draw time
     (tokenising only the documents drawn). Planted and absent tasks are made at draw time, whatever `groups`."""
 
-    def __init__(self, tokenizer: Any, chunk_tokens: int, memory_tokens: int, answer_tokens: int,
-                 exclude_contracts: Collection[str] = NOT_FOR_TRAINING, contracts_dir: Path = CONTRACTS_TRAIN_DIR,
-                 books: Sequence[str] = TRAIN_BOOKS, books_dir: Path = BOOKS_DIR,
-                 groups: Collection[str] = GROUPS):  # fmt: skip
+    def __init__(
+        self,
+        tokenizer: Any,
+        chunk_tokens: int,
+        memory_tokens: int,
+        answer_tokens: int,
+        exclude_contracts: Collection[str] = NOT_FOR_TRAINING,
+        contracts_dir: Path = CONTRACTS_TRAIN_DIR,
+        books: Sequence[str] = TRAIN_BOOKS,
+        books_dir: Path = BOOKS_DIR,
+        groups: Collection[str] = GROUPS,
+    ):
         self.tokenizer, self.chunk_tokens, self.books_dir = tokenizer, chunk_tokens, books_dir
         self.texts: dict[str, str] = {}
         loaded: list[Question] = []
@@ -264,8 +298,10 @@ class EvidenceTasks:
     def _fits(self, q: Question, memory_tokens: int, answer_tokens: int) -> bool:
         task = Task(q.id, self.texts[q.source], q.question, q.answers, q.evidence, q.kind)
         memory = oracle_memories(task, [task.document])[-1]
-        return (count_tokens(self.tokenizer, memory) <= memory_tokens
-                and count_tokens(self.tokenizer, oracle_answer(task)) <= answer_tokens)  # fmt: skip
+        return (
+            count_tokens(self.tokenizer, memory) <= memory_tokens
+            and count_tokens(self.tokenizer, oracle_answer(task)) <= answer_tokens
+        )
 
     def counts(self) -> dict[str, int]:
         """Questions per group (`contract-clause` also as Yes and No); planted and absent are made, not counted."""
@@ -278,8 +314,7 @@ class EvidenceTasks:
         """`n` tasks at places `start`, `start + 1`, ... of the turn order (`draw_at`)."""
         return self.draw_at(groups, range(start, start + n), rng, doc_tokens)
 
-    def draw_at(self, groups: Sequence[str], places: Sequence[int], rng: random.Random,
-                doc_tokens: int) -> list[Task]:  # fmt: skip
+    def draw_at(self, groups: Sequence[str], places: Sequence[int], rng: random.Random, doc_tokens: int) -> list[Task]:
         """A task at each of `places` of the turn order: at place p one of group `groups[p % len(groups)]`, so that
         over consecutive places every group is drawn equally often; real documents cut to `doc_tokens`."""
         unknown = [g for g in groups if g not in GROUPS]
@@ -292,8 +327,9 @@ class EvidenceTasks:
             return self.twin(rng, doc_tokens)
         if group in (PLANTED, ABSENT_GROUP):
             kinds = list(KINDS) if group == PLANTED else [ABSENT]
-            return synthetic_tasks(self.tokenizer, "train", doc_tokens, 1, seed=rng.randrange(2**31), kinds=kinds,
-                                   books_dir=self.books_dir)[0]  # fmt: skip
+            return synthetic_tasks(
+                self.tokenizer, "train", doc_tokens, 1, seed=rng.randrange(2**31), kinds=kinds, books_dir=self.books_dir
+            )[0]
         for _ in range(100):
             pool = self.questions[group]
             if group == CONTRACT_CLAUSE:  # Yes and No equally often
@@ -307,8 +343,11 @@ class EvidenceTasks:
 
     def _token_starts(self, source: str) -> array:
         if source not in self._starts:  # a novel's are shared with the planted tasks (`_book`, cached)
-            starts = (_book(self.tokenizer, source, self.books_dir)[1] if source in self._books
-                      else token_starts(self.texts[source], self.tokenizer))  # fmt: skip
+            starts = (
+                _book(self.tokenizer, source, self.books_dir)[1]
+                if source in self._books
+                else token_starts(self.texts[source], self.tokenizer)
+            )
             self._starts[source] = array("l", starts)
         return self._starts[source]
 
@@ -323,8 +362,9 @@ class EvidenceTasks:
             q = rng.choice(yes)
             if (span := self.window_span(q, rng, doc_tokens)) is not None:
                 document = cut_out(self.texts[q.source], *span, q.marked)
-                return Task(f"{q.id}:twin", document, q.question, ("No",), (), ABSENT,
-                            count_tokens(self.tokenizer, document))  # fmt: skip
+                return Task(
+                    f"{q.id}:twin", document, q.question, ("No",), (), ABSENT, count_tokens(self.tokenizer, document)
+                )
         raise RuntimeError(f"no Yes clause fits a {doc_tokens}-token window in 100 draws")
 
     def window(self, q: Question, rng: random.Random, doc_tokens: int) -> Task | None:
@@ -356,8 +396,9 @@ class EvidenceTasks:
         return (starts[s] if s else 0, starts[s + size] if s + size < n else len(text))
 
 
-def _window_starts(first_a: int, first_b: int, all_a: int, all_b: int, n: int, size: int,
-                   c: int) -> list[tuple[int, int]]:  # fmt: skip
+def _window_starts(
+    first_a: int, first_b: int, all_a: int, all_b: int, n: int, size: int, c: int
+) -> list[tuple[int, int]]:
     """For each chunk k of a window that can hold the evidence read first (tokens [first_a, first_b)) at least
     MARGIN tokens from its edges, while the window (`size` tokens from its start s) holds all the evidence
     ([all_a, all_b)): the range of starts s that do it, as (low, high). Windows are as long as the document

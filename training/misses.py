@@ -116,13 +116,20 @@ def rates(cases: Sequence[Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"answerable": n}
     for miss in MISSES:
         out[miss] = sum(get(c, "where") == miss for c in answerable) / n if n else None
-    final_held = [c for c in answerable
-                  if get(c, "where") == ANSWER_MISSED
-                  or (get(c, "where") == CORRECT and get(c, "memories")
-                      and holds(get(c, "memories")[-1], get(c, "answers"), get(c, "evidence")))]  # fmt: skip
+    final_held = [
+        c
+        for c in answerable
+        if get(c, "where") == ANSWER_MISSED
+        or (
+            get(c, "where") == CORRECT
+            and get(c, "memories")
+            and holds(get(c, "memories")[-1], get(c, "answers"), get(c, "evidence"))
+        )
+    ]
     out["final_held"] = len(final_held)
-    out["answered_when_held"] = (sum(get(c, "where") == CORRECT for c in final_held) / len(final_held)
-                                 if final_held else None)  # fmt: skip
+    out["answered_when_held"] = (
+        sum(get(c, "where") == CORRECT for c in final_held) / len(final_held) if final_held else None
+    )
     out["unanswerable"] = len(absent)
     kept = [c for c in absent if get(c, "memories") and not empty(get(c, "memories")[-1])]
     out["kept_something"] = len(kept) / len(absent) if absent else None

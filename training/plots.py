@@ -28,15 +28,22 @@ def plot_metrics(metrics_jsonl: Path, png: Path) -> None:
     read = [r for r in sft if "reward" in r]  # sft_corrections: the policy's greedy readings
     # a step whose groups were all filtered trained nothing: its loss and speed of 0 are not measurements
     trained = [r for r in rl if r.get("trained_tokens", 1)]
-    panels = ([("SFT loss", sft, ["loss"])] if sft else []) + (
-        [("reward / accuracy of greedy readings (SFT)", read, ["reward", "accuracy"])] if read else []) + ([
-        ("reward / accuracy (RL)", rl, ["reward", "accuracy"]),
-        ("loss (RL)", trained, ["loss"]),
-        ("KL, clip fraction", trained, ["kl", "clip_fraction"]),
-        ("groups filtered (all rewards equal)", rl, ["groups_filtered"]),
-        ("memory tokens (mean)", rl, ["memory_tokens_mean"]),
-        ("trained tokens/s", trained, ["tokens_per_s"]),
-    ] if rl else [])  # fmt: skip
+    panels = (
+        ([("SFT loss", sft, ["loss"])] if sft else [])
+        + ([("reward / accuracy of greedy readings (SFT)", read, ["reward", "accuracy"])] if read else [])
+        + (
+            [
+                ("reward / accuracy (RL)", rl, ["reward", "accuracy"]),
+                ("loss (RL)", trained, ["loss"]),
+                ("KL, clip fraction", trained, ["kl", "clip_fraction"]),
+                ("groups filtered (all rewards equal)", rl, ["groups_filtered"]),
+                ("memory tokens (mean)", rl, ["memory_tokens_mean"]),
+                ("trained tokens/s", trained, ["tokens_per_s"]),
+            ]
+            if rl
+            else []
+        )
+    )
     fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.2 * len(panels)), sharex=True, squeeze=False)
     for ax, (title, data, keys) in zip(axes[:, 0], panels):
         for key in keys:

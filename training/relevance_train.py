@@ -27,8 +27,9 @@ from inference.relevance import SIZE, Question, RelevanceScorer, SentenceHalf, f
 from training.capture_rows import labels, passage_spans
 
 
-def contract_examples(text: str, qa: list[dict], rng: np.random.Generator, hard: int,
-                      easy: int) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:  # fmt: skip
+def contract_examples(
+    text: str, qa: list[dict], rng: np.random.Generator, hard: int, easy: int
+) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
     """(indices, values, label) for the sampled sentences of every question of one document (`qa`: question and
     evidence passages, as in the contracts' cases)."""
     spans = document_spans(text)
@@ -88,14 +89,16 @@ def planted_documents(count: int, seed: int) -> list[dict]:
         facts = max(1, length // 4096)
         for t in synthetic_tasks(tok, "train", length, facts, seed=seed + 1 + i, facts_per_doc=facts):
             docs.setdefault(id(t.document), {"id": t.id, "text": t.document, "qa": []})["qa"].append(
-                {"question": t.question, "evidence": list(t.evidence)})  # fmt: skip
+                {"question": t.question, "evidence": list(t.evidence)}
+            )
         if len(docs) >= count:
             break
     return list(docs.values())[:count]
 
 
-def train(out: Path, epochs: int, lr: float, l2: float, hard: int, easy: int, seed: int,
-          limit: int | None, planted: int) -> RelevanceScorer:  # fmt: skip
+def train(
+    out: Path, epochs: int, lr: float, l2: float, hard: int, easy: int, seed: int, limit: int | None, planted: int
+) -> RelevanceScorer:
     from training.tasks import CONTRACTS_TRAIN_DIR, NOT_FOR_TRAINING, contract_cases
 
     cases = [c for c in contract_cases(CONTRACTS_TRAIN_DIR) if c["id"] not in NOT_FOR_TRAINING][:limit]
@@ -115,15 +118,30 @@ def train(out: Path, epochs: int, lr: float, l2: float, hard: int, easy: int, se
             batch = list(contract_examples(texts[case["id"]], case["qa"], rng, hard, easy))
             losses.append(opt.step(batch))
             if n % 50 == 0:
-                print(f"epoch {epoch} contract {n}/{len(cases)} loss {np.mean(losses[-50:]):.4f} "
-                      f"{time.time() - t0:.0f} s", flush=True)  # fmt: skip
+                print(
+                    f"epoch {epoch} contract {n}/{len(cases)} loss {np.mean(losses[-50:]):.4f} "
+                    f"{time.time() - t0:.0f} s",
+                    flush=True,
+                )
         with log.open("a") as f:
             f.write(json.dumps({"epoch": epoch, "loss": float(np.mean(losses)), "seconds": time.time() - t0}) + "\n")
     scorer = RelevanceScorer(opt.w.astype(np.float32))
     scorer.save(out / "weights.npz")
-    (out / "config.json").write_text(json.dumps({"epochs": epochs, "lr": lr, "l2": l2, "hard": hard, "easy": easy,
-                                                 "seed": seed, "documents": len(cases), "planted": planted},
-                                                indent=1))  # fmt: skip
+    (out / "config.json").write_text(
+        json.dumps(
+            {
+                "epochs": epochs,
+                "lr": lr,
+                "l2": l2,
+                "hard": hard,
+                "easy": easy,
+                "seed": seed,
+                "documents": len(cases),
+                "planted": planted,
+            },
+            indent=1,
+        )
+    )
     size = (out / "weights.npz").stat().st_size / 1e6
     print(f"wrote {out / 'weights.npz'} ({size:.1f} MB) in {time.time() - t0:.0f} s")
     return scorer

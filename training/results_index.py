@@ -141,8 +141,9 @@ def describe_folder(
         entry["config"] = json.loads(read("config.json") or "null")
         entry["metrics"] = {**train_metrics(read), **bench_speedups(read, files)}
     adapters = sorted({f.rsplit("/", 1)[0] for f in files if f.endswith("/" + ADAPTER_WEIGHTS)})
-    entry["adapters"] = [{"path": a, "sha256": sha256(f"{a}/{ADAPTER_WEIGHTS}"), "commit": adapter_commit(a)}
-                         for a in adapters]  # fmt: skip
+    entry["adapters"] = [
+        {"path": a, "sha256": sha256(f"{a}/{ADAPTER_WEIGHTS}"), "commit": adapter_commit(a)} for a in adapters
+    ]
     entry["files"] = sorted(files)
     return entry
 
@@ -159,8 +160,11 @@ def add(folder: Path, name: str | None = None, config_file: str | None = None, i
     name = name or folder.name
     if any(e["name"] == name for e in load_index(index)):
         raise ValueError(f"{name!r} is in {index} already: give another --name")
-    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
-                   and not p.relative_to(folder).parts[0].startswith("checkpoint"))  # fmt: skip
+    files = sorted(
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if p.is_file() and not p.relative_to(folder).parts[0].startswith("checkpoint")
+    )
 
     def read(rel: str) -> str | None:
         p = folder / rel
@@ -170,8 +174,9 @@ def add(folder: Path, name: str | None = None, config_file: str | None = None, i
         path = folder.relative_to(REPO).as_posix()
     except ValueError:
         path = folder.as_posix()
-    entry = describe_folder(name, path, files, read, lambda rel: file_sha256(folder / rel), None,
-                            lambda _a: None, config_file)  # fmt: skip
+    entry = describe_folder(
+        name, path, files, read, lambda rel: file_sha256(folder / rel), None, lambda _a: None, config_file
+    )
     entry["ran_at"] = _git("rev-parse", "HEAD").strip()
     with open(index, "a", encoding="utf-8") as f:
         f.write(json.dumps(entry, ensure_ascii=False) + "\n")
@@ -243,9 +248,14 @@ def readers(commit: str) -> Iterator[dict[str, Any]]:
         weights = _git_bytes(f"{sha}:{READER_PATH}/{ADAPTER_WEIGHTS}")
         if weights is None:
             continue
-        yield {"name": f"reader-{sha[:7]}", "kind": "reader", "path": READER_PATH, "commit": sha,
-               "note": subject[:200],
-               "adapters": [{"path": ".", "sha256": hashlib.sha256(weights).hexdigest(), "commit": sha}]}  # fmt: skip
+        yield {
+            "name": f"reader-{sha[:7]}",
+            "kind": "reader",
+            "path": READER_PATH,
+            "commit": sha,
+            "note": subject[:200],
+            "adapters": [{"path": ".", "sha256": hashlib.sha256(weights).hexdigest(), "commit": sha}],
+        }
 
 
 def main(argv: list[str] | None = None) -> int:

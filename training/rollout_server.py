@@ -51,11 +51,21 @@ class VLLMRollouts:
     ):
         self.tokenizer = tokenizer
         self.server = VLLMServer(
-            python, model, served_model_name="base", max_model_len=max_model_len, log_path=log_path,
-            extra_args=["--enable-lora", "--max-lora-rank", str(vllm_lora_rank(lora_r)), "--max-loras", "1",
-                        *extra_args],
+            python,
+            model,
+            served_model_name="base",
+            max_model_len=max_model_len,
+            log_path=log_path,
+            extra_args=[
+                "--enable-lora",
+                "--max-lora-rank",
+                str(vllm_lora_rank(lora_r)),
+                "--max-loras",
+                "1",
+                *extra_args,
+            ],
             env={"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"},
-        )  # fmt: skip
+        )
         self.loaded: str | None = None
 
     def start(self) -> None:

@@ -72,8 +72,12 @@ SYNTHETIC_LENGTHS: dict[EvalSplit, tuple[int | None, ...]] = {
     "dev": (2048, 8192, 32768, None),
 }
 
-_HELD_OUT = {"contracts": CONTRACTS_HELD_OUT, "clauses": CLAUSES_HELD_OUT, "books": BOOKS_HELD_OUT,
-             "synthetic": BOOKS_HELD_OUT}  # fmt: skip
+_HELD_OUT = {
+    "contracts": CONTRACTS_HELD_OUT,
+    "clauses": CLAUSES_HELD_OUT,
+    "books": BOOKS_HELD_OUT,
+    "synthetic": BOOKS_HELD_OUT,
+}
 _SPLIT_IDS: dict[EvalSplit, dict[str, tuple[str, ...]]] = {
     "dev": {"contracts": CONTRACTS_DEV, "clauses": CLAUSES_DEV, "books": BOOKS_DEV, "synthetic": BOOKS_DEV},
     "held-out": _HELD_OUT,
@@ -159,10 +163,17 @@ def _clauses(ids: Sequence[str], contracts_dir: Path | None = None) -> list[Eval
         path = contracts_dir / rows[cid]["txt"]
         text = path.read_text(encoding="utf-8")
         tasks = tuple(
-            Task(f"{cid}:{category_slug(qa['category'])}", text, qa["question"], (qa["answer"],),
-                 tuple(e for e in qa["evidence"] if e and e in text), f"clause:{qa['category']}")
-            for qa in rows[cid]["qa"] if qa["kind"] == YES_NO
-        )  # fmt: skip
+            Task(
+                f"{cid}:{category_slug(qa['category'])}",
+                text,
+                qa["question"],
+                (qa["answer"],),
+                tuple(e for e in qa["evidence"] if e and e in text),
+                f"clause:{qa['category']}",
+            )
+            for qa in rows[cid]["qa"]
+            if qa["kind"] == YES_NO
+        )
         docs.append(EvalDocument(cid, "clauses", path.name, path, text, tasks))
     return docs
 
@@ -178,8 +189,9 @@ def _books(
             continue
         book = Path(books_dir) / f"{stem}.txt"
         text = load_book(book)
-        tasks = tuple(Task(q.id, text, q.question, q.answers, (q.evidence,), f"book:{q.kind}")
-                      for q in load_questions(path))  # fmt: skip
+        tasks = tuple(
+            Task(q.id, text, q.question, q.answers, (q.evidence,), f"book:{q.kind}") for q in load_questions(path)
+        )
         docs.append(EvalDocument(stem, "books", book.name, book, text, tasks))
     return docs
 
@@ -194,8 +206,9 @@ def _synthetic(
     book_split, seed = ("train", DEV_SEED) if split == "dev" else ("held-out", 0)
     docs: list[EvalDocument] = []
     for doc_tokens in lengths:
-        tasks = synthetic_tasks(tokenizer, book_split, doc_tokens, n, seed=seed, kinds=kinds,
-                                facts_per_doc=facts_per_doc(doc_tokens, n))  # fmt: skip
+        tasks = synthetic_tasks(
+            tokenizer, book_split, doc_tokens, n, seed=seed, kinds=kinds, facts_per_doc=facts_per_doc(doc_tokens, n)
+        )
         by_doc: dict[int, list[Task]] = {}
         for t in tasks:
             by_doc.setdefault(id(t.document), []).append(t)

@@ -76,13 +76,57 @@ def items(gold: str) -> list[str]:
 
 # --- jurisdictions, numbers, names ----------------------------------------------------------------
 US_STATES: tuple[str, ...] = (
-    "Alabama", "Alaska", "Arizona", "Arkansas", "California", "Colorado", "Connecticut", "Delaware", "Florida",
-    "Georgia", "Hawaii", "Idaho", "Illinois", "Indiana", "Iowa", "Kansas", "Kentucky", "Louisiana", "Maine",
-    "Maryland", "Massachusetts", "Michigan", "Minnesota", "Mississippi", "Missouri", "Montana", "Nebraska",
-    "Nevada", "New Hampshire", "New Jersey", "New Mexico", "New York", "North Carolina", "North Dakota", "Ohio",
-    "Oklahoma", "Oregon", "Pennsylvania", "Rhode Island", "South Carolina", "South Dakota", "Tennessee", "Texas",
-    "Utah", "Vermont", "Virginia", "Washington", "West Virginia", "Wisconsin", "Wyoming",
-)  # fmt: skip
+    "Alabama",
+    "Alaska",
+    "Arizona",
+    "Arkansas",
+    "California",
+    "Colorado",
+    "Connecticut",
+    "Delaware",
+    "Florida",
+    "Georgia",
+    "Hawaii",
+    "Idaho",
+    "Illinois",
+    "Indiana",
+    "Iowa",
+    "Kansas",
+    "Kentucky",
+    "Louisiana",
+    "Maine",
+    "Maryland",
+    "Massachusetts",
+    "Michigan",
+    "Minnesota",
+    "Mississippi",
+    "Missouri",
+    "Montana",
+    "Nebraska",
+    "Nevada",
+    "New Hampshire",
+    "New Jersey",
+    "New Mexico",
+    "New York",
+    "North Carolina",
+    "North Dakota",
+    "Ohio",
+    "Oklahoma",
+    "Oregon",
+    "Pennsylvania",
+    "Rhode Island",
+    "South Carolina",
+    "South Dakota",
+    "Tennessee",
+    "Texas",
+    "Utah",
+    "Vermont",
+    "Virginia",
+    "Washington",
+    "West Virginia",
+    "Wisconsin",
+    "Wyoming",
+)
 #: A country's states or provinces: naming the country beside one of them ("New York, USA") is no rival.
 _REGIONS = {
     "United States": ", ".join((*US_STATES, "District of Columbia", "Puerto Rico")),
@@ -101,8 +145,12 @@ _COUNTRIES = (
     "Slovenia, South Africa, Spain, Sweden, Switzerland, Taiwan, Thailand, Turkey, Ukraine, United Arab Emirates, "
     "Uruguay, Venezuela, Vietnam"
 )
-_ALIASES = {"United States": "USA, United States of America", "United Kingdom": "UK, Great Britain, Britain",
-            "China": "PRC, People's Republic of China", "Korea": "South Korea, Republic of Korea"}  # fmt: skip
+_ALIASES = {
+    "United States": "USA, United States of America",
+    "United Kingdom": "UK, Great Britain, Britain",
+    "China": "PRC, People's Republic of China",
+    "Korea": "South Korea, Republic of Korea",
+}
 _JURISDICTION: dict[str, str] = {}  # normalised name -> the jurisdiction it names
 _PARENT: dict[str, str] = {}
 for _country, _regions in [*_REGIONS.items(), *((c, "") for c in _COUNTRIES.split(", "))]:
@@ -111,8 +159,9 @@ for _country, _regions in [*_REGIONS.items(), *((c, "") for c in _COUNTRIES.spli
     for _region in filter(None, _regions.split(", ")):
         _JURISDICTION[normalize(_region)] = _region
         _PARENT[_region] = _country
-_JURISDICTIONS = re.compile(r"\b(" + "|".join(map(re.escape, sorted(filter(None, _JURISDICTION), key=len,
-                                                                      reverse=True))) + r")\b")  # fmt: skip
+_JURISDICTIONS = re.compile(
+    r"\b(" + "|".join(map(re.escape, sorted(filter(None, _JURISDICTION), key=len, reverse=True))) + r")\b"
+)
 
 
 def jurisdictions_in(text: str) -> set[str]:
@@ -162,8 +211,12 @@ def looks_like_name(text: str) -> bool:
     words = [w for w in (w.strip(".,;:()[]\"'“”‘’!?") for w in text.split()) if w]
     if words and words[0].lower() == "the":
         words = words[1:]
-    return (0 < len(words) <= 6 and words[0][0].isupper() and not any(c.isdigit() for w in words for c in w)
-            and all(w[0].isupper() or w.lower() in _CONNECTORS for w in words))  # fmt: skip
+    return (
+        0 < len(words) <= 6
+        and words[0][0].isupper()
+        and not any(c.isdigit() for w in words for c in w)
+        and all(w[0].isupper() or w.lower() in _CONNECTORS for w in words)
+    )
 
 
 def answer_kind(gold: str) -> Kind:
@@ -200,8 +253,34 @@ def is_yes_no(golds: Sequence[str]) -> bool:
 
 
 # --- parties ----------------------------------------------------------------------------------
-_LEGAL = {"inc", "incorporated", "llc", "lc", "llp", "lp", "ltd", "limited", "corp", "corporation", "co", "company",
-          "plc", "sa", "ag", "gmbh", "bv", "nv", "pty", "srl", "sarl", "spa", "ab", "pte", "gie", "kk"}  # fmt: skip
+_LEGAL = {
+    "inc",
+    "incorporated",
+    "llc",
+    "lc",
+    "llp",
+    "lp",
+    "ltd",
+    "limited",
+    "corp",
+    "corporation",
+    "co",
+    "company",
+    "plc",
+    "sa",
+    "ag",
+    "gmbh",
+    "bv",
+    "nv",
+    "pty",
+    "srl",
+    "sarl",
+    "spa",
+    "ab",
+    "pte",
+    "gie",
+    "kk",
+}
 _SMALL = {"of", "and", "for", "&"}
 _NOTE = re.compile(r"\s*(?:individually|collectively|each|together|both|hereinafter)\b|\s*$", re.IGNORECASE)
 
@@ -283,8 +362,9 @@ def _rivals(prediction: str, gold: str, kind: Kind) -> bool:
     parts = items(gold)
     if kind == "date":
         days = [d for p in parts if (d := as_date(p))]
-        return any(m.as_specific(d) and not any(m.fits(e) for e in days) for m in date_mentions(prediction)
-                   for d in days)  # fmt: skip
+        return any(
+            m.as_specific(d) and not any(m.fits(e) for e in days) for m in date_mentions(prediction) for d in days
+        )
     if kind == "jurisdiction":
         named = jurisdictions_in(gold)
         return bool(jurisdictions_in(prediction) - named - {_PARENT.get(j) for j in named})
@@ -297,9 +377,12 @@ def _rivals(prediction: str, gold: str, kind: Kind) -> bool:
         pieces = [p for p in re.split(r"[,;/\n]|\b(?:and|or)\b", prediction) if normalize(p)]
         ours = [any(_contains(g, normalize(p)) for g in golds) for p in pieces]
         return any(ours) and any(
-            not mine and looks_like_name(p) and not any(_contains(normalize(p), g) for g in golds)
+            not mine
+            and looks_like_name(p)
+            and not any(_contains(normalize(p), g) for g in golds)
             and not jurisdictions_in(p)  # "Oslo, Norway": a place beside the name, another kind
-            for p, mine in zip(pieces, ours))  # fmt: skip
+            for p, mine in zip(pieces, ours)
+        )
     return False
 
 

@@ -250,8 +250,9 @@ def add_user(body: UserIn, request: Request, admin: AdminDep) -> UserView:
 @router.patch("/users/{user_id}")
 def update_user(user_id: int, body: UserPatch, request: Request, admin: AdminDep) -> UserView:
     """Change a user's role, disabled flag or password (admins only)."""
-    return users.update_user(request.app.state.settings, user_id, role=body.role, disabled=body.disabled,
-                             password=body.password, user=admin)  # fmt: skip
+    return users.update_user(
+        request.app.state.settings, user_id, role=body.role, disabled=body.disabled, password=body.password, user=admin
+    )
 
 
 # --- the sign-in page ------------------------------------------------------------------------------

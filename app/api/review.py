@@ -34,14 +34,21 @@ def get_review(review_id: int, settings: SettingsDep, user: UserDep, which: str 
     return review.filtered(review.show_review(settings, review_id, user=user), which)
 
 
-@router.get("/reviews/{review_id}/export", response_class=Response,
-            responses={200: {"content": {"text/csv": {}, "text/markdown": {}}}})  # fmt: skip
-def export_review(review_id: int, settings: SettingsDep, user: UserDep, format: Literal["csv", "markdown"] = "csv",
-                  which: str = "All") -> Response:  # fmt: skip
+@router.get(
+    "/reviews/{review_id}/export",
+    response_class=Response,
+    responses={200: {"content": {"text/csv": {}, "text/markdown": {}}}},
+)
+def export_review(
+    review_id: int, settings: SettingsDep, user: UserDep, format: Literal["csv", "markdown"] = "csv", which: str = "All"
+) -> Response:
     """The table as CSV or Markdown (a download), filtered as `which` says."""
     view = review.filtered(review.show_review(settings, review_id, user=user), which)
-    body, media, ext = ((review.to_csv(view), "text/csv", "csv") if format == "csv"
-                        else (review.to_markdown(view), "text/markdown", "md"))  # fmt: skip
+    body, media, ext = (
+        (review.to_csv(view), "text/csv", "csv")
+        if format == "csv"
+        else (review.to_markdown(view), "text/markdown", "md")
+    )
     return Response(
         body,
         media_type=f"{media}; charset=utf-8",

@@ -50,8 +50,14 @@ SessionDep = Annotated[Session, Depends(get_session)]
 def get_health(session: SessionDep) -> HealthOut:
     """Is a worker alive, and is its model starting, ready or failed (with its log's last lines)?"""
     h = health.health(session)
-    return HealthOut(workers=h.workers, engine_state=h.engine_state, engine=h.engine, detail=h.detail,
-                     starting_for_s=h.starting_for_s, summary=h.summary())  # fmt: skip
+    return HealthOut(
+        workers=h.workers,
+        engine_state=h.engine_state,
+        engine=h.engine,
+        detail=h.detail,
+        starting_for_s=h.starting_for_s,
+        summary=h.summary(),
+    )
 
 
 @router.post("/documents", status_code=status.HTTP_201_CREATED)
@@ -86,10 +92,12 @@ def delete_document(document_id: int, settings: SettingsDep, user: UserDep) -> D
 @router.get(
     "/documents/{document_id}/pages/{page}.png",
     response_class=FileResponse,
-    responses={200: {"content": {"image/png": {}}, "description": "The page as a PNG image (108 dpi)"},
-               404: {"description": "No such document or page, or the document is not a PDF"},
-               422: {"description": "The page could not be rendered"}},
-)  # fmt: skip
+    responses={
+        200: {"content": {"image/png": {}}, "description": "The page as a PNG image (108 dpi)"},
+        404: {"description": "No such document or page, or the document is not a PDF"},
+        422: {"description": "The page could not be rendered"},
+    },
+)
 def get_page_image(
     document_id: int,
     page: int,
@@ -185,13 +193,19 @@ def list_document_feedback(document_id: int, settings: SettingsDep, user: UserDe
 @router.get(
     "/feedback/export",
     response_class=StreamingResponse,
-    responses={200: {"content": {"application/jsonl": {}},
-                     "description": "JSON Lines: one judged reading a line, its latest verdict (README: "
-                     "Feedback export format)"}},
-)  # fmt: skip
+    responses={
+        200: {
+            "content": {"application/jsonl": {}},
+            "description": "JSON Lines: one judged reading a line, its latest verdict (README: Feedback export format)",
+        }
+    },
+)
 def export_feedback(settings: SettingsDep, user: UserDep, with_text: bool = False) -> StreamingResponse:
     """The feedback as training data; `with_text=true` adds each document's whole text (`document_text`).
     A reader's export holds their own documents' feedback, an admin's everyone's."""
     lines = list(feedback.export_lines(settings, with_text=with_text, user=user))  # errors before the 200
-    return StreamingResponse(iter(lines), media_type="application/jsonl",
-                             headers={"Content-Disposition": 'attachment; filename="feedback.jsonl"'})  # fmt: skip
+    return StreamingResponse(
+        iter(lines),
+        media_type="application/jsonl",
+        headers={"Content-Disposition": 'attachment; filename="feedback.jsonl"'},
+    )

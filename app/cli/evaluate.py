@@ -15,10 +15,18 @@ def _reader(settings: Settings, args: argparse.Namespace):
     from app.services import evaluation
 
     try:
-        return evaluation.reader(settings, model=args.model, adapter=args.adapter, engine=args.engine,
-                                 openai_url=args.openai_url, openai_model=args.openai_model,
-                                 chunk_tokens=args.chunk_tokens, memory_tokens=args.memory_tokens,
-                                 answer_tokens=args.answer_tokens, template_set=args.template)  # fmt: skip
+        return evaluation.reader(
+            settings,
+            model=args.model,
+            adapter=args.adapter,
+            engine=args.engine,
+            openai_url=args.openai_url,
+            openai_model=args.openai_model,
+            chunk_tokens=args.chunk_tokens,
+            memory_tokens=args.memory_tokens,
+            answer_tokens=args.answer_tokens,
+            template_set=args.template,
+        )
     except evaluation.EvalError as exc:
         raise SystemExit(f"longread eval: {exc}") from None
 
@@ -43,8 +51,9 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
             raise SystemExit(f"longread eval: {exc}") from None
         try:
             out_dir = Path(args.out) if args.out else None
-            results = evaluation.evaluate_cases(_reader(settings, args), Path(args.cases), out_dir, args.shift_tokens,
-                                                args.batch)  # fmt: skip
+            results = evaluation.evaluate_cases(
+                _reader(settings, args), Path(args.cases), out_dir, args.shift_tokens, args.batch
+            )
         except evaluation.EvalError as exc:
             raise SystemExit(f"longread eval: {exc}") from None
         printed = ev.cases_json(results, case_documents(Path(args.cases)))
@@ -62,8 +71,19 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     out_dir = Path(args.out or f"runs/eval/{time.strftime('%Y%m%d-%H%M%S')}")
     try:
         lengths = ev.parse_lengths(args.lengths) if args.lengths else None
-        out = evaluation.evaluate_suites(_reader(settings, args), suites, args.split, out_dir, args.limit,
-                                         args.shift_tokens, lengths, args.n, kinds, args.batch, categories)  # fmt: skip
+        out = evaluation.evaluate_suites(
+            _reader(settings, args),
+            suites,
+            args.split,
+            out_dir,
+            args.limit,
+            args.shift_tokens,
+            lengths,
+            args.n,
+            kinds,
+            args.batch,
+            categories,
+        )
     except (evaluation.EvalError, ValueError) as exc:
         raise SystemExit(f"longread eval: {exc}") from None
     if args.json:

@@ -27,8 +27,17 @@ def _models_table(settings: Settings, versions: list[dict]) -> str:
     )
     for v in versions:
         metrics = ", ".join(f"{k} {x:.0%}" for k, x in key_metrics(v["metrics"]).items()) or "-"
-        rows.append((str(v["id"]), v["name"], v["base_model"], v["adapter_path"] or "-", v["memory_policy"],
-                     "*" if v["active"] else "", metrics))  # fmt: skip
+        rows.append(
+            (
+                str(v["id"]),
+                v["name"],
+                v["base_model"],
+                v["adapter_path"] or "-",
+                v["memory_policy"],
+                "*" if v["active"] else "",
+                metrics,
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows)
 
@@ -47,16 +56,25 @@ def cmd_models(settings: Settings, args: argparse.Namespace) -> int:
                 v = mv.register_version(
                     s, args.name, activate=args.activate, user=me, **_version_fields(settings, args)
                 )
-                print(f"model version {v.id} {v.name!r} registered" + (", active" if args.activate else
-                      f"; `longread models activate {v.id}` makes new readings use it"))  # fmt: skip
+                print(
+                    f"model version {v.id} {v.name!r} registered"
+                    + (
+                        ", active"
+                        if args.activate
+                        else f"; `longread models activate {v.id}` makes new readings use it"
+                    )
+                )
                 return 0
             if args.models_command == "activate":
                 target = 0 if args.id == "base" else int(args.id) if args.id.isdigit() else -1
                 if target < 0:
                     raise mv.ModelVersionError(f"{args.id!r} is not a version id (or 0 / base)")
                 v = mv.activate_version(s, target, me)
-                print(f"new readings use model version {v.id} {v.name!r}" if v else
-                      f"new readings use the settings' model ({settings.model})")  # fmt: skip
+                print(
+                    f"new readings use model version {v.id} {v.name!r}"
+                    if v
+                    else f"new readings use the settings' model ({settings.model})"
+                )
                 return 0
             versions = [mv.version_dict(v) for v in mv.list_versions(s, me)]
     except (mv.ModelVersionError, NotFound) as exc:
@@ -81,13 +99,16 @@ def _version_fields(settings: Settings, args: argparse.Namespace) -> dict:
         except (OSError, ValueError) as exc:
             raise mv.ModelVersionError(f"--metrics {args.metrics}: {exc}") from None
     return dict(
-        base_model=args.base or run.get("base_model") or settings.model, adapter_path=args.adapter, metrics=metrics,
-        template_set=args.template or run.get("template_set") or settings.template_set, engine=args.engine,
+        base_model=args.base or run.get("base_model") or settings.model,
+        adapter_path=args.adapter,
+        metrics=metrics,
+        template_set=args.template or run.get("template_set") or settings.template_set,
+        engine=args.engine,
         memory_policy=args.memory_policy,
         chunk_tokens=args.chunk_tokens or run.get("chunk_tokens"),
         memory_tokens=args.memory_tokens or run.get("memory_tokens"),
         training_run=args.training_run or run.get("training_run"),
-    )  # fmt: skip
+    )
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -117,9 +138,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     add.add_argument("--metrics", metavar="RESULTS.json", help="`longread eval` results to keep with it")
     add.add_argument("--template", help="template set it was trained on (default: the run's, else settings)")
-    add.add_argument("--memory-policy", choices=MEMORY_POLICIES, default="generative",
-                     help="generative: the model rewrites its memory (MemAgent's); extractive: the best-scored "
-                     "sentences are kept verbatim (for small models)")  # fmt: skip
+    add.add_argument(
+        "--memory-policy",
+        choices=MEMORY_POLICIES,
+        default="generative",
+        help="generative: the model rewrites its memory (MemAgent's); extractive: the best-scored "
+        "sentences are kept verbatim (for small models)",
+    )
     add.add_argument("--chunk-tokens", type=int, help="chunk size it was trained for (default: the run's)")
     add.add_argument("--memory-tokens", type=int, help="memory size it was trained for (default: the run's)")
     add.add_argument("--engine", choices=["vllm-local", "transformers", "openai"], help="default: settings")

@@ -50,9 +50,18 @@ class Progress:
                 return
             # a terminal that reports no width (a bare pty) would get an empty bar: draw 80 by 24 there
             sized = _width() > 0
-            self._bar = tqdm(total=total, initial=done, desc=self.unit, bar_format=FORMAT, file=sys.stderr,
-                             dynamic_ncols=sized, ncols=None if sized else 80, nrows=None if sized else 24,
-                             leave=True, smoothing=0.1)  # fmt: skip
+            self._bar = tqdm(
+                total=total,
+                initial=done,
+                desc=self.unit,
+                bar_format=FORMAT,
+                file=sys.stderr,
+                dynamic_ncols=sized,
+                ncols=None if sized else 80,
+                nrows=None if sized else 24,
+                leave=True,
+                smoothing=0.1,
+            )
             return
         if total is not None and total != bar.total:
             bar.total = total

@@ -53,8 +53,18 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     # A running server's worker has its model up: hand it the questions rather than start a second model here.
     server = None if args.in_process else live_worker(settings)
     try:
-        ids = [r.id for r in readings.ask(settings, doc_id, args.question, args.chunk_tokens, args.memory_tokens,
-                                           enqueue=server is not None, user=local_admin(settings))]  # fmt: skip
+        ids = [
+            r.id
+            for r in readings.ask(
+                settings,
+                doc_id,
+                args.question,
+                args.chunk_tokens,
+                args.memory_tokens,
+                enqueue=server is not None,
+                user=local_admin(settings),
+            )
+        ]
     except (readings.ReadingError, NotFound) as exc:
         raise SystemExit(f"longread ask: {exc}") from None
     read = read_to_end(settings, "ask", ids, server, args.in_process)
@@ -85,8 +95,9 @@ def _show_progress(progress, views: list[ReadingView]) -> None:
     progress.update(min(v.cursor for v in views), max(totals) if totals else None)
 
 
-def read_to_end(settings: Settings, command: str, ids: list[int], server,
-                in_process: bool = False) -> tuple[list[ReadingView], str] | None:  # fmt: skip
+def read_to_end(
+    settings: Settings, command: str, ids: list[int], server, in_process: bool = False
+) -> tuple[list[ReadingView], str] | None:
     """Readings to the end, chunk k of K on stderr when it is a terminal: read in this process when `server` is
     None (no worker runs, or `in_process` asked for it), else followed while the server's worker reads them. Says
     which, and why, on stderr. Returns the readings and how long they took ("in 2.0 s", "by the server's worker in
@@ -96,8 +107,11 @@ def read_to_end(settings: Settings, command: str, ids: list[int], server,
         print(f"longread {command}: reading in this process ({why})", file=sys.stderr)
         return _read_here(settings, ids)
     which = ", ".join(map(str, ids)) if len(ids) <= 5 else f"{ids[0]} to {ids[-1]}"  # a review asks 41
-    print(f"longread {command}: submitted to the running server's queue: {server.summary()} "
-          f"Following reading{'s' if len(ids) != 1 else ''} {which}.", file=sys.stderr)  # fmt: skip
+    print(
+        f"longread {command}: submitted to the running server's queue: {server.summary()} "
+        f"Following reading{'s' if len(ids) != 1 else ''} {which}.",
+        file=sys.stderr,
+    )
     return _follow(settings, command, ids)
 
 
@@ -197,8 +211,15 @@ def _print_readings(views: list[ReadingView], as_json: bool) -> None:
 
 
 def _checkpoint_json(c: CheckpointView) -> dict:
-    out = {"step": c.step, "memory": c.memory, "start_char": c.start_char, "end_char": c.end_char,
-           "origin": c.origin, "first_page": c.first_page, "last_page": c.last_page}  # fmt: skip
+    out = {
+        "step": c.step,
+        "memory": c.memory,
+        "start_char": c.start_char,
+        "end_char": c.end_char,
+        "origin": c.origin,
+        "first_page": c.first_page,
+        "last_page": c.last_page,
+    }
     if c.chunk is not None:
         out["chunk"] = c.chunk
     return out
@@ -206,11 +227,22 @@ def _checkpoint_json(c: CheckpointView) -> dict:
 
 def _reading_json(r: ReadingView, with_checkpoints: bool = True) -> dict:
     """A reading as `ask --json`, `readings --json` and `checkpoints --json` print it."""
-    out = {"id": r.id, "document_id": r.document_id, "question": r.question, "answer": r.answer, "status": r.status,
-           "error": r.error, "model": r.model, "chunk_tokens": r.chunk_tokens, "memory_tokens": r.memory_tokens,
-           "steps": len(r.checkpoints), "total_chunks": r.total_chunks, "parent_reading_id": r.parent_reading_id,
-           "branched_at_step": r.branched_at_step,
-           "created_at": r.created_at.isoformat() if r.created_at else None}  # fmt: skip
+    out = {
+        "id": r.id,
+        "document_id": r.document_id,
+        "question": r.question,
+        "answer": r.answer,
+        "status": r.status,
+        "error": r.error,
+        "model": r.model,
+        "chunk_tokens": r.chunk_tokens,
+        "memory_tokens": r.memory_tokens,
+        "steps": len(r.checkpoints),
+        "total_chunks": r.total_chunks,
+        "parent_reading_id": r.parent_reading_id,
+        "branched_at_step": r.branched_at_step,
+        "created_at": r.created_at.isoformat() if r.created_at else None,
+    }
     if with_checkpoints:
         out["checkpoints"] = [_checkpoint_json(c) for c in r.checkpoints]
     return out
@@ -262,8 +294,11 @@ def cmd_checkpoints(settings: Settings, args: argparse.Namespace) -> int:
     except NotFound as exc:
         raise SystemExit(f"longread checkpoints: {exc}") from None
     if args.json:
-        print(json.dumps({"reading_id": r.id, "checkpoints": [_checkpoint_json(c) for c in r.checkpoints]},
-                         ensure_ascii=False))  # fmt: skip
+        print(
+            json.dumps(
+                {"reading_id": r.id, "checkpoints": [_checkpoint_json(c) for c in r.checkpoints]}, ensure_ascii=False
+            )
+        )
         return 0
     for c in r.checkpoints:
         pages = f"page {c.first_page}" if c.first_page == c.last_page else f"pages {c.first_page}-{c.last_page}"
@@ -288,8 +323,15 @@ def cmd_edit(settings: Settings, args: argparse.Namespace) -> int:
     except (KeyError, OSError):  # no user name for this uid
         who = None
     try:
-        branch = readings.edit(settings, reading_id, args.step, args.memory, f"cli:{who}" if who else "cli",
-                               enqueue=False, user=local_admin(settings))  # fmt: skip
+        branch = readings.edit(
+            settings,
+            reading_id,
+            args.step,
+            args.memory,
+            f"cli:{who}" if who else "cli",
+            enqueue=False,
+            user=local_admin(settings),
+        )
     except (readings.ReadingError, NotFound) as exc:
         raise SystemExit(f"longread edit: {exc}") from None
     if not args.json:
@@ -325,8 +367,11 @@ def cmd_retry(settings: Settings, args: argparse.Namespace) -> int:
     except (readings.ReadingError, NotFound) as exc:
         raise SystemExit(f"longread retry: {exc}") from None
     if args.queue:
-        print(json.dumps(_reading_json(r, with_checkpoints=False)) if args.json else
-              f"reading {r.id}: queued for a worker")  # fmt: skip
+        print(
+            json.dumps(_reading_json(r, with_checkpoints=False))
+            if args.json
+            else f"reading {r.id}: queued for a worker"
+        )
         return 0
     _read_and_print(settings, [reading_id], args.json)
     return 0
@@ -369,8 +414,9 @@ def cmd_feedback(settings: Settings, args: argparse.Namespace) -> int:
         print(f"feedback {views[0].id} on reading {reading_id}: {views[0].verdict}")
     else:
         for v in views:
-            extra = "".join(f"; {k}: {x}" for k, x in (("corrected answer", v.corrected_answer),
-                                                        ("comment", v.comment)) if x)  # fmt: skip
+            extra = "".join(
+                f"; {k}: {x}" for k, x in (("corrected answer", v.corrected_answer), ("comment", v.comment)) if x
+            )
             print(f"{v.created_at:%Y-%m-%d %H:%M} {v.verdict}{extra}")
     return 0
 

@@ -24,8 +24,9 @@ def cmd_review(settings: Settings, args: argparse.Namespace) -> int:
     # As `ask`: a running server's worker has its model up, so it reads the review unless --in-process.
     server = None if args.in_process else live_worker(settings)
     try:
-        started = review.review(settings, int(args.document), args.chunk_tokens, args.memory_tokens,
-                                enqueue=server is not None, user=me)  # fmt: skip
+        started = review.review(
+            settings, int(args.document), args.chunk_tokens, args.memory_tokens, enqueue=server is not None, user=me
+        )
     except (review.ReadingError, NotFound) as exc:
         raise SystemExit(f"longread review: {exc}") from None
     read = read_to_end(settings, "review", [r.reading_id for r in started.rows], server, args.in_process)
@@ -49,13 +50,16 @@ def cmd_review(settings: Settings, args: argparse.Namespace) -> int:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """review"""
-    p = sub.add_parser("review", help="review a contract: all 41 CUAD categories in one pass, by the running "
-                       "server's worker, else in this process; prints the checklist table",
-                       description="Asks every CUAD category of the document (8 values such as the parties and "
-                       "dates, 33 clauses as yes/no) in one pass and prints each category's answer with the page(s) "
-                       "where its evidence entered the memory. As `ask`: with a worker of this database alive "
-                       "(`longread serve`), it reads the review and this command follows; with none, it reads here. "
-                       "The review is kept with the document: the UI and `GET /api/reviews/ID` show it.")  # fmt: skip
+    p = sub.add_parser(
+        "review",
+        help="review a contract: all 41 CUAD categories in one pass, by the running "
+        "server's worker, else in this process; prints the checklist table",
+        description="Asks every CUAD category of the document (8 values such as the parties and "
+        "dates, 33 clauses as yes/no) in one pass and prints each category's answer with the page(s) "
+        "where its evidence entered the memory. As `ask`: with a worker of this database alive "
+        "(`longread serve`), it reads the review and this command follows; with none, it reads here. "
+        "The review is kept with the document: the UI and `GET /api/reviews/ID` show it.",
+    )
     p.add_argument("document", metavar="DOCUMENT_ID", help="the document to review (`longread ingest FILE` prints it)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the review as one JSON object on stdout")

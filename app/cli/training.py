@@ -96,8 +96,11 @@ def cmd_runs(settings: Settings, args: argparse.Namespace) -> int:
     try:
         if args.runs_command == "promote":
             version_id = tr.promote_run(settings, _run_id(args.id), user=me)
-            print(json.dumps({"run_id": int(args.id), "version_id": version_id}) if args.json else
-                  f"run {args.id} is model version {version_id}, now active: new readings use it")  # fmt: skip
+            print(
+                json.dumps({"run_id": int(args.id), "version_id": version_id})
+                if args.json
+                else f"run {args.id} is model version {version_id}, now active: new readings use it"
+            )
             return 0
         if args.runs_command:
             act = {"cancel": tr.cancel_run, "resume": tr.resume_run, "evaluate": tr.evaluate_run}[args.runs_command]
@@ -113,9 +116,11 @@ def cmd_runs(settings: Settings, args: argparse.Namespace) -> int:
         return 0
     for r in runs:
         where = f" (#{r.queue_position} in the queue)" if r.queue_position else ""
-        print(f"#{r.id} {r.name}: {r.status}{where}, step {r.step}/{r.total_steps}, created "
-              f"{r.created_at:%Y-%m-%d %H:%M}, {_evaluation_figure(r.evaluation)}"
-              + (f"\n   error: {r.error.splitlines()[0]}" if r.error else ""))  # fmt: skip
+        print(
+            f"#{r.id} {r.name}: {r.status}{where}, step {r.step}/{r.total_steps}, created "
+            f"{r.created_at:%Y-%m-%d %H:%M}, {_evaluation_figure(r.evaluation)}"
+            + (f"\n   error: {r.error.splitlines()[0]}" if r.error else "")
+        )
     return 0
 
 

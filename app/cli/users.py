@@ -43,14 +43,26 @@ def cmd_users(settings: Settings, args: argparse.Namespace) -> int:
             users.update_user(settings, target.id, password=_read_password(f"New password for {args.name}: "), user=me)
             print(f"password of {target.username} changed (their sessions and tokens end)")
         elif args.users_command in ("disable", "enable"):
-            u = users.update_user(settings, users.find_user(settings, args.name, user=me).id,
-                                  disabled=args.users_command == "disable", user=me)  # fmt: skip
+            u = users.update_user(
+                settings,
+                users.find_user(settings, args.name, user=me).id,
+                disabled=args.users_command == "disable",
+                user=me,
+            )
             print(f"{u.username} is {'disabled' if u.disabled else 'enabled'}")
         else:
             listed = users.list_users(settings, me)
             if args.json:
-                print(json.dumps({"users": [{**asdict(u), "created_at": u.created_at.isoformat() if u.created_at
-                                             else None} for u in listed]}))  # fmt: skip
+                print(
+                    json.dumps(
+                        {
+                            "users": [
+                                {**asdict(u), "created_at": u.created_at.isoformat() if u.created_at else None}
+                                for u in listed
+                            ]
+                        }
+                    )
+                )
             else:
                 for u in listed:
                     state = "disabled" if u.disabled else "active"
@@ -89,6 +101,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     us_role.add_argument("role", choices=["reader", "admin"], help="the new role")
     us_pw = us_sub.add_parser("set-password", help="a new password, read from standard input")
     us_pw.add_argument("name", help="the user's sign-in name")
-    for verb, text in (("disable", "the user can no longer sign in; their sessions and tokens stop working"),
-                       ("enable", "undo disable")):  # fmt: skip
+    for verb, text in (
+        ("disable", "the user can no longer sign in; their sessions and tokens stop working"),
+        ("enable", "undo disable"),
+    ):
         us_sub.add_parser(verb, help=text).add_argument("name", help="the user's sign-in name")

@@ -106,9 +106,15 @@ def render_png(src: Path, page: int, scale: float = SCALE, highlight: str | None
                 layer = Image.new("RGBA", image.size, (0, 0, 0, 0))
                 draw = ImageDraw.Draw(layer)
                 for left, bottom, right, upper in rects:  # PDF points, origin bottom left; pixels top left
-                    draw.rectangle([(left - HIGHLIGHT_PAD) * scale, (top - upper - HIGHLIGHT_PAD) * scale,
-                                    (right + HIGHLIGHT_PAD) * scale, (top - bottom + HIGHLIGHT_PAD) * scale],
-                                   fill=HIGHLIGHT)  # fmt: skip
+                    draw.rectangle(
+                        [
+                            (left - HIGHLIGHT_PAD) * scale,
+                            (top - upper - HIGHLIGHT_PAD) * scale,
+                            (right + HIGHLIGHT_PAD) * scale,
+                            (top - bottom + HIGHLIGHT_PAD) * scale,
+                        ],
+                        fill=HIGHLIGHT,
+                    )
                 image = Image.alpha_composite(image.convert("RGBA"), layer).convert("RGB")
         finally:
             p.close()
@@ -137,10 +143,23 @@ def render_untrusted(
     try:
         try:
             done = subprocess.run(
-                [sys.executable, "-m", "app.documents.pages", str(src), str(page), str(scale), tmp,
-                 str(memory_mb), str(cpu_s)],
-                cwd=_ROOT, capture_output=True, timeout=timeout_s, input=(highlight or "").encode(), check=False,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "app.documents.pages",
+                    str(src),
+                    str(page),
+                    str(scale),
+                    tmp,
+                    str(memory_mb),
+                    str(cpu_s),
+                ],
+                cwd=_ROOT,
+                capture_output=True,
+                timeout=timeout_s,
+                input=(highlight or "").encode(),
+                check=False,
+            )
         except subprocess.TimeoutExpired:
             raise PageRenderError(f"page {page} took more than {timeout_s:.0f} s to render") from None
         if done.returncode != 0 or os.path.getsize(tmp) == 0:

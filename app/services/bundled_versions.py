@@ -53,16 +53,28 @@ def seed_bundled(session: Session, settings: Settings) -> None:
     try:
         with session.begin_nested():  # a second process seeding at the same moment: its rows stand
             if BUNDLED not in have:
-                register_version(session, BUNDLED, BUNDLED, metrics={"summary": _summary(index, BASE_EVALS),
-                                 "lineage": {"base": BUNDLED}}, template_set=template_set)  # fmt: skip
+                register_version(
+                    session,
+                    BUNDLED,
+                    BUNDLED,
+                    metrics={"summary": _summary(index, BASE_EVALS), "lineage": {"base": BUNDLED}},
+                    template_set=template_set,
+                )
             if READER not in have:
                 metrics = {"summary": _summary(index, READER_EVALS), "lineage": lineage}
                 register_version(session, READER, BUNDLED, READER_ADAPTER, metrics, template_set=template_set)
             if EXTRACTIVE_READER not in have:
                 metrics = {"summary": _summary(index, EXTRACTIVE_EVALS), "lineage": lineage}
-                extractive = register_version(session, EXTRACTIVE_READER, BUNDLED, READER_ADAPTER, metrics,
-                                              template_set=template_set, memory_policy="extractive",
-                                              memory_tokens=EXTRACTIVE_MEMORY_TOKENS)  # fmt: skip
+                extractive = register_version(
+                    session,
+                    EXTRACTIVE_READER,
+                    BUNDLED,
+                    READER_ADAPTER,
+                    metrics,
+                    template_set=template_set,
+                    memory_policy="extractive",
+                    memory_tokens=EXTRACTIVE_MEMORY_TOKENS,
+                )
                 if active_version(session) is None and settings.model == READER:
                     activate_version(session, extractive.id)
     except IntegrityError:
@@ -98,11 +110,16 @@ def _card_sha256() -> str:
 
 def _lineage(run: dict[str, Any], config: TrainConfig) -> dict[str, Any]:
     """base → config (with its sha256) → reader: the run between them and the sizes it trained at."""
-    return {"base": config.model, "config": run["config_file"],
-            "config_sha256": hashlib.sha256((REPO / run["config_file"]).read_bytes()).hexdigest(),
-            "init_adapter": config.init_adapter, "run": run["name"],
-            "adapter_sha256": _card_sha256(),  # a run may hold several (sft-anchor2: float32, bfloat16)
-            "chunk_tokens": config.chunk_tokens, "memory_tokens": config.memory_tokens}  # fmt: skip
+    return {
+        "base": config.model,
+        "config": run["config_file"],
+        "config_sha256": hashlib.sha256((REPO / run["config_file"]).read_bytes()).hexdigest(),
+        "init_adapter": config.init_adapter,
+        "run": run["name"],
+        "adapter_sha256": _card_sha256(),  # a run may hold several (sft-anchor2: float32, bfloat16)
+        "chunk_tokens": config.chunk_tokens,
+        "memory_tokens": config.memory_tokens,
+    }
 
 
 def _summary(index: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
@@ -122,6 +139,14 @@ def _summary(index: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
     rows = []
     for key, m in pooled.items():
         suite, group, kind = key.split("/", 2)
-        rows.append({"suite": suite, "group": group, "kind": kind, "n": m["n"],
-                     "sub_em": round(m["sub_em"], 4), "exact_match": round(m["exact_match"], 4)})  # fmt: skip
+        rows.append(
+            {
+                "suite": suite,
+                "group": group,
+                "kind": kind,
+                "n": m["n"],
+                "sub_em": round(m["sub_em"], 4),
+                "exact_match": round(m["exact_match"], 4),
+            }
+        )
     return rows

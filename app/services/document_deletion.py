@@ -68,9 +68,11 @@ def delete_document(settings: Settings, document_id: int, *, user: UserView | No
         doc = require_document(s, document_id, resolve_actor(s, settings, user))
         busy = s.scalars(select(Reading.id).where(Reading.document_id == doc.id, Reading.status.in_(ACTIVE))).all()
         if busy:
-            raise DeletionError(f"document {doc.id} is being read (reading{'s' if len(busy) > 1 else ''} "
-                                f"{', '.join(f'#{i}' for i in busy)}): cancel {'them' if len(busy) > 1 else 'it'} "
-                                "first, then delete it")  # fmt: skip
+            raise DeletionError(
+                f"document {doc.id} is being read (reading{'s' if len(busy) > 1 else ''} "
+                f"{', '.join(f'#{i}' for i in busy)}): cancel {'them' if len(busy) > 1 else 'it'} "
+                "first, then delete it"
+            )
         gone = _counts(s, doc)
         sha256 = doc.sha256
         ids = select(Reading.id).where(Reading.document_id == doc.id).scalar_subquery()

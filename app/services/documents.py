@@ -74,8 +74,9 @@ def upload(
         raise UploadError(f"the file is larger than the {settings.max_upload_mb} MiB limit")
     owner_id = owner.id if owner is not None else local_admin(session).id
     sha256 = store_blob(settings.blob_dir, data)
-    doc = session.scalars(select(Document).where(Document.sha256 == sha256, Document.owner_id == owner_id)
-                          .order_by(Document.id)).first()  # fmt: skip
+    doc = session.scalars(
+        select(Document).where(Document.sha256 == sha256, Document.owner_id == owner_id).order_by(Document.id)
+    ).first()
     if doc is None:
         name = clean_title(filename)
         doc = Document(
@@ -145,11 +146,22 @@ def document_view(
     (the active one, as a new reading's; None: the settings' model) and the model's start when `h` (the
     workers' state) says none has it up."""
     estimate = estimate_reading(d.token_count, settings, version, h) if d.token_count else None
-    return DocumentView(id=d.id, title=d.title, filename=d.filename, format=d.format, status=d.status.value,
-                        error=d.error, size_bytes=d.size_bytes, pages=len(d.page_starts or []),
-                        page_unit=document_page_unit(d), char_count=d.char_count, token_count=d.token_count,
-                        created_at=d.created_at, estimate=estimate,
-                        page_map=[PageView(**p) for p in page_map(d)] if with_page_map else None)  # fmt: skip
+    return DocumentView(
+        id=d.id,
+        title=d.title,
+        filename=d.filename,
+        format=d.format,
+        status=d.status.value,
+        error=d.error,
+        size_bytes=d.size_bytes,
+        pages=len(d.page_starts or []),
+        page_unit=document_page_unit(d),
+        char_count=d.char_count,
+        token_count=d.token_count,
+        created_at=d.created_at,
+        estimate=estimate,
+        page_map=[PageView(**p) for p in page_map(d)] if with_page_map else None,
+    )
 
 
 def list_documents(session: Session, user: UserView | None = None) -> list[Document]:
@@ -324,10 +336,17 @@ def estimate_reading(
     prefill += (chunks - updates) * EXTRACT_S_PER_CHUNK
     shared = speed.shared_decode_by is not None
     return EstimateView(
-        chunks, round(prefill + decode, 1), engine, chunk, memory, speed.basis,
-        per_question_s=round(prefill + (0.0 if shared else decode), 3), shared_s=round(decode if shared else 0.0, 3),
-        shared_by=speed.shared_decode_by or 1, start_s=start_seconds(speed, h),
-    )  # fmt: skip
+        chunks,
+        round(prefill + decode, 1),
+        engine,
+        chunk,
+        memory,
+        speed.basis,
+        per_question_s=round(prefill + (0.0 if shared else decode), 3),
+        shared_s=round(decode if shared else 0.0, 3),
+        shared_by=speed.shared_decode_by or 1,
+        start_s=start_seconds(speed, h),
+    )
 
 
 # ---------------------------------------------------------------------------------------------

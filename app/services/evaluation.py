@@ -162,8 +162,38 @@ def _agent(r: Reader, shift_tokens: int) -> MemoryAgent:
 
 
 def _config(r: Reader, agent: MemoryAgent, **extra: Any) -> dict[str, Any]:
-    return {"label": r.label, "agent": asdict(r.config), "engine": agent.engine.name,
-            "shift_tokens": agent.shift_tokens, **extra}  # fmt: skip
+    return {
+        "label": r.label,
+        "agent": asdict(r.config),
+        "engine": agent.engine.name,
+        "shift_tokens": agent.shift_tokens,
+        **extra,
+    }
+
+
+def _plan(
+    agent: MemoryAgent,
+    suites: Sequence[str],
+    split: EvalSplit,
+    limit: int | None,
+    lengths: Sequence[int | None] | None,
+    n: int,
+    kinds: Sequence[str],
+    categories: Sequence[str] | None,
+    log: Callable[[str], None],
+) -> list[tuple[str, list[EvalDocument]]]:
+    """Every suite's documents, before any is read: the progress counts all their questions."""
+    plan = []
+    for suite in suites:
+        docs = suite_documents(suite, split, agent.engine.tokenizer, limit, lengths, n, kinds)
+        if categories and suite in ("contracts", "clauses"):
+            asked = (replace(d, tasks=tuple(t for t in d.tasks if t.kind.split(":", 1)[1] in categories)) for d in docs)
+            docs = [d for d in asked if d.tasks]
+        if not docs:
+            log(f"{suite}: no {split} questions yet, skipped")
+            continue
+        plan.append((suite, docs))
+    return plan
 
 
 def evaluate_suites(
@@ -191,16 +221,7 @@ def evaluate_suites(
         raise EvalError(f"unknown suite {', '.join(unknown)}: choose from {', '.join(SUITES)}")
     begun = time.monotonic()
     agent = _agent(r, shift_tokens)
-    plan = []  # every suite's documents first: the progress counts all their questions
-    for suite in suites:
-        docs = suite_documents(suite, split, agent.engine.tokenizer, limit, lengths, n, kinds)
-        if categories and suite in ("contracts", "clauses"):
-            docs = [d for d in (replace(d, tasks=tuple(t for t in d.tasks if t.kind.split(":", 1)[1] in categories))
-                                for d in docs) if d.tasks]  # fmt: skip
-        if not docs:
-            log(f"{suite}: no {split} questions yet, skipped")
-            continue
-        plan.append((suite, docs))
+    plan = _plan(agent, suites, split, limit, lengths, n, kinds, categories, log)
     counter = Progress(progress, sum(len(d.tasks) for _, docs in plan for d in docs), begun)
     results: list[ev.CaseResult] = []
     timing = []
@@ -209,15 +230,35 @@ def evaluate_suites(
         got = read_documents(agent, docs, batch, log, counter)
         seconds = time.monotonic() - started
         read = sum(c.doc_tokens for c in got)
-        timing.append({"set": suite, "questions": len(got), "seconds": round(seconds, 1), "document_tokens_read": read,
-                       "tokens_per_s": round(read / seconds, 1) if seconds else None})  # fmt: skip
+        timing.append(
+            {
+                "set": suite,
+                "questions": len(got),
+                "seconds": round(seconds, 1),
+                "document_tokens_read": read,
+                "tokens_per_s": round(read / seconds, 1) if seconds else None,
+            }
+        )
         log(f"{suite}: {ev.score(got)} in {seconds:.0f} s")
         results += got
-    config = _config(r, agent, split=split, suites=list(suites), limit=limit, n=n, kinds=list(kinds),
-                     lengths=[ev.length_label(x) for x in lengths] if lengths else None,
-                     categories=list(categories or []))  # fmt: skip
-    out = {"config": config, "summary": ev.summarize(results), "suites": ev.suite_summary(results),
-           "timing": timing, "cases": [asdict(c) for c in results]}  # fmt: skip
+    config = _config(
+        r,
+        agent,
+        split=split,
+        suites=list(suites),
+        limit=limit,
+        n=n,
+        kinds=list(kinds),
+        lengths=[ev.length_label(x) for x in lengths] if lengths else None,
+        categories=list(categories or []),
+    )
+    out = {
+        "config": config,
+        "summary": ev.summarize(results),
+        "suites": ev.suite_summary(results),
+        "timing": timing,
+        "cases": [asdict(c) for c in results],
+    }
     if out_dir is not None:
         ev.write(out, Path(out_dir))
     if track:

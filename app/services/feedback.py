@@ -59,9 +59,17 @@ class FeedbackView:
 
 def _view(f: Feedback) -> FeedbackView:
     r = f.reading
-    return FeedbackView(id=f.id, reading_id=r.id, document_id=r.document_id, question=r.question, answer=r.answer,
-                        verdict=f.verdict.value, corrected_answer=f.corrected_answer, comment=f.comment,
-                        created_at=f.created_at)  # fmt: skip
+    return FeedbackView(
+        id=f.id,
+        reading_id=r.id,
+        document_id=r.document_id,
+        question=r.question,
+        answer=r.answer,
+        verdict=f.verdict.value,
+        corrected_answer=f.corrected_answer,
+        comment=f.comment,
+        created_at=f.created_at,
+    )
 
 
 def _text(value: str | None, name: str, limit: int) -> str | None:
@@ -131,8 +139,9 @@ def document_feedback(settings: Settings, document_id: int, *, user: UserView | 
     (or not the user's)."""
     with session_scope(settings.resolved_database_url) as s:
         require_document(s, document_id, resolve_actor(s, settings, user))
-        rows = s.scalars(select(Feedback).join(Reading).where(Reading.document_id == document_id)
-                         .order_by(Feedback.id.desc()))  # fmt: skip
+        rows = s.scalars(
+            select(Feedback).join(Reading).where(Reading.document_id == document_id).order_by(Feedback.id.desc())
+        )
         return [_view(f) for f in rows]
 
 
@@ -150,8 +159,9 @@ def export_rows(settings: Settings, *, with_text: bool = False, user: UserView |
         judged = s.execute(query).all()
         texts: dict[int, str] = {}
         for f, r in judged:
-            last = s.scalars(select(Checkpoint).where(Checkpoint.reading_id == r.id)
-                             .order_by(Checkpoint.step.desc()).limit(1)).first()  # fmt: skip
+            last = s.scalars(
+                select(Checkpoint).where(Checkpoint.reading_id == r.id).order_by(Checkpoint.step.desc()).limit(1)
+            ).first()
             row = {
                 "reading_id": r.id,
                 "document_id": r.document_id,

@@ -97,8 +97,10 @@ def health(session: Session, now: datetime | None = None) -> Health:
             w = found[0]
             since = w.engine_since or w.started_at
             return Health(
-                workers=len(alive), engine_state=state, engine=w.engine,
+                workers=len(alive),
+                engine_state=state,
+                engine=w.engine,
                 detail=w.engine_detail if state == "failed" else None,
                 starting_for_s=(now - since).total_seconds() if state == "starting" else None,
-            )  # fmt: skip
+            )
     raise AssertionError("unreachable: beat() stores only known states")

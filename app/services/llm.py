@@ -19,10 +19,23 @@ from inference.engines.base import Engine
 from inference.models import base_of, model_folder
 
 _ENGINE_FIELDS = (
-    "engine", "model", "model_cache_dir", "tokenizer", "openai_base_url", "openai_model", "openai_api_key",
-    "openai_timeout_s", "openai_max_tries", "openai_vllm_extensions", "vllm_python", "vllm_args",
-    "vllm_max_model_len", "vllm_kvcache_gb", "vllm_startup_timeout_s", "data_dir",
-)  # fmt: skip
+    "engine",
+    "model",
+    "model_cache_dir",
+    "tokenizer",
+    "openai_base_url",
+    "openai_model",
+    "openai_api_key",
+    "openai_timeout_s",
+    "openai_max_tries",
+    "openai_vllm_extensions",
+    "vllm_python",
+    "vllm_args",
+    "vllm_max_model_len",
+    "vllm_kvcache_gb",
+    "vllm_startup_timeout_s",
+    "data_dir",
+)
 _engines: dict[tuple, Engine] = {}
 _lock = threading.Lock()
 

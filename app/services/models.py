@@ -99,11 +99,18 @@ def register_version(
     ):  # found from any working directory
         base_model = str(Path(base_model).expanduser().resolve())
     version = ModelVersion(
-        name=name, base_model=base_model, adapter_path=str(adapter_path) if adapter_path else None, engine=engine,
-        template_set=template_set, memory_policy=memory_policy, chunk_tokens=chunk_tokens,
-        memory_tokens=memory_tokens, training_run=str(training_run) if training_run else None, metrics=metrics,
+        name=name,
+        base_model=base_model,
+        adapter_path=str(adapter_path) if adapter_path else None,
+        engine=engine,
+        template_set=template_set,
+        memory_policy=memory_policy,
+        chunk_tokens=chunk_tokens,
+        memory_tokens=memory_tokens,
+        training_run=str(training_run) if training_run else None,
+        metrics=metrics,
         active=False,
-    )  # fmt: skip
+    )
     session.add(version)
     session.flush()
     if activate:
@@ -185,8 +192,12 @@ def run_defaults(adapter_path: str | Path) -> dict[str, Any]:
     if not isinstance(config, dict):
         return {}
     out: dict[str, Any] = {"training_run": str(run_dir)}
-    for key, field in (("model", "base_model"), ("template_set", "template_set"),
-                       ("chunk_tokens", "chunk_tokens"), ("memory_tokens", "memory_tokens")):  # fmt: skip
+    for key, field in (
+        ("model", "base_model"),
+        ("template_set", "template_set"),
+        ("chunk_tokens", "chunk_tokens"),
+        ("memory_tokens", "memory_tokens"),
+    ):
         if config.get(key) is not None:
             out[field] = config[key]
     return out
@@ -223,9 +234,12 @@ def key_metrics(metrics: dict[str, Any] | None) -> dict[str, float]:
         for r in rows:
             if r["group"] not in mixed or r["kind"] == "all":
                 groups.setdefault(str(r["group"]), []).append(r)
-        return {group: float(rs[0]["sub_em"]) if len(rs) == 1
-                else sum(r["n"] * r["sub_em"] for r in rs) / sum(r["n"] for r in rs)
-                for group, rs in groups.items()}  # fmt: skip
+        return {
+            group: float(rs[0]["sub_em"])
+            if len(rs) == 1
+            else sum(r["n"] * r["sub_em"] for r in rs) / sum(r["n"] for r in rs)
+            for group, rs in groups.items()
+        }
     return {"sub_em": float(metrics["sub_em"])} if "sub_em" in metrics else {}
 
 
@@ -245,12 +259,20 @@ def own_lineage(version: dict[str, Any]) -> list[str]:
 def version_dict(version: ModelVersion) -> dict[str, Any]:
     """A version as plain data (`longread models --json`), with its own lineage."""
     out = {
-        "id": version.id, "name": version.name, "base_model": version.base_model,
-        "adapter_path": version.adapter_path, "engine": version.engine, "template_set": version.template_set,
-        "memory_policy": version.memory_policy, "chunk_tokens": version.chunk_tokens,
-        "memory_tokens": version.memory_tokens, "training_run": version.training_run, "active": version.active,
-        "key_metrics": key_metrics(version.metrics), "metrics": version.metrics,
+        "id": version.id,
+        "name": version.name,
+        "base_model": version.base_model,
+        "adapter_path": version.adapter_path,
+        "engine": version.engine,
+        "template_set": version.template_set,
+        "memory_policy": version.memory_policy,
+        "chunk_tokens": version.chunk_tokens,
+        "memory_tokens": version.memory_tokens,
+        "training_run": version.training_run,
+        "active": version.active,
+        "key_metrics": key_metrics(version.metrics),
+        "metrics": version.metrics,
         "created_at": version.created_at.isoformat(),
-    }  # fmt: skip
+    }
     out["lineage"] = own_lineage(out)
     return out

@@ -77,8 +77,9 @@ def _split(memories: Sequence[str]) -> Callable[[int], list[set[str]]]:
     return cache(lambda i: [words(memories[i][a:b]) for a, b in sentences(memories[i])])
 
 
-def entered_at(sentence: str, memories: Sequence[str],
-               split: Callable[[int], list[set[str]]] | None = None) -> int | None:  # fmt: skip
+def entered_at(
+    sentence: str, memories: Sequence[str], split: Callable[[int], list[set[str]]] | None = None
+) -> int | None:
     """The 1-based step from which `sentence` is in every memory up to the last: where it entered the
     memory and stayed. None if the last memory does not hold it (an answer can say what no memory did).
     `split`: the memories' `_split`, shared by the sentences traced together."""
@@ -156,8 +157,13 @@ def _final_sentences(memories: Sequence[str]) -> list[str]:
     return [final[a:b] for a, b in sentences(final)]
 
 
-def _trace_memory(sentence: str, text: str, chunks: Sequence[tuple[int, int]], memories: Sequence[str],
-                  split: Callable[[int], list[set[str]]]) -> Trace:  # fmt: skip
+def _trace_memory(
+    sentence: str,
+    text: str,
+    chunks: Sequence[tuple[int, int]],
+    memories: Sequence[str],
+    split: Callable[[int], list[set[str]]],
+) -> Trace:
     k = entered_at(sentence, memories, split)
     if k is None:
         return Trace("memory", sentence, None, None, None, None, 0.0)
@@ -165,15 +171,17 @@ def _trace_memory(sentence: str, text: str, chunks: Sequence[tuple[int, int]], m
     return Trace("memory", sentence, None, k, start, end, round(score, 3))
 
 
-def _trace_answer(memory: list[str], question: str, answer: str | None,
-                  traced: Callable[[int], Trace]) -> list[Trace]:  # fmt: skip
+def _trace_answer(memory: list[str], question: str, answer: str | None, traced: Callable[[int], Trace]) -> list[Trace]:
     """Each sentence of the answer, traced as the memory sentence it was answered from (`traced(i)`: the
     trace of memory[i])."""
     out = []
     for a, b in sentences(answer):
         i = _answered_from(answer[a:b], question, memory)
-        out.append(Trace("answer", answer[a:b], None, None, None, None, 0.0) if i is None
-                   else replace(traced(i), part="answer", sentence=answer[a:b], via=memory[i]))  # fmt: skip
+        out.append(
+            Trace("answer", answer[a:b], None, None, None, None, 0.0)
+            if i is None
+            else replace(traced(i), part="answer", sentence=answer[a:b], via=memory[i])
+        )
     return out
 
 
@@ -237,8 +245,9 @@ def provenance(settings: Settings, reading_id: int, *, user: UserView | None = N
     reading, or not the user's)."""
     with session_scope(settings.resolved_database_url) as s:
         r = require_reading(s, reading_id, resolve_actor(s, settings, user))
-        steps = [(c.start_char, c.end_char, c.memory, c.origin or "agent", c.first_page, c.last_page)
-                 for c in r.timeline()]  # fmt: skip
+        steps = [
+            (c.start_char, c.end_char, c.memory, c.origin or "agent", c.first_page, c.last_page) for c in r.timeline()
+        ]
         question, answer = r.question, r.answer
         text, starts = r.document.text or "", list(r.document.page_starts or [0])
     out = []
@@ -247,8 +256,22 @@ def provenance(settings: Settings, reading_id: int, *, user: UserView | None = N
             out.append(SourceView(t.part, t.sentence, t.via, None, None, None, None, None, None, None, None, 0.0))
             continue
         _, _, _, origin, first, last = steps[t.step - 1]
-        out.append(SourceView(t.part, t.sentence, t.via, t.step, origin, first, last, page_of(starts, t.start),
-                              t.start, t.end, text[t.start : t.end], t.score))  # fmt: skip
+        out.append(
+            SourceView(
+                t.part,
+                t.sentence,
+                t.via,
+                t.step,
+                origin,
+                first,
+                last,
+                page_of(starts, t.start),
+                t.start,
+                t.end,
+                text[t.start : t.end],
+                t.score,
+            )
+        )
     return out
 
 

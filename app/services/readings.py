@@ -46,8 +46,10 @@ class ReadingError(ValueError):
 
 def check_sizes(chunk_tokens: int | None, memory_tokens: int | None) -> None:
     """Refuse chunk or memory sizes out of bounds (None: the default), with a message saying what to change."""
-    for name, value, low, high in (("chunk_tokens", chunk_tokens, MIN_CHUNK_TOKENS, MAX_CHUNK_TOKENS),
-                                   ("memory_tokens", memory_tokens, MIN_MEMORY_TOKENS, MAX_MEMORY_TOKENS)):  # fmt: skip
+    for name, value, low, high in (
+        ("chunk_tokens", chunk_tokens, MIN_CHUNK_TOKENS, MAX_CHUNK_TOKENS),
+        ("memory_tokens", memory_tokens, MIN_MEMORY_TOKENS, MAX_MEMORY_TOKENS),
+    ):
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int):
@@ -158,20 +160,40 @@ def branch_reading(
         raise ReadingError(f"reading {reading_id} has {have}: it has no step {step} to edit")
     edited = steps[step - 1]
     branch = Reading(
-        document_id=parent.document_id, question=parent.question, model=parent.model,
-        model_version_id=parent.model_version_id, chunk_tokens=parent.chunk_tokens,
-        memory_tokens=parent.memory_tokens, answer_tokens=parent.answer_tokens, template_set=parent.template_set,
-        memory_policy=parent.memory_policy, parent_reading_id=parent.id, branched_at_step=step, cursor=step,
+        document_id=parent.document_id,
+        question=parent.question,
+        model=parent.model,
+        model_version_id=parent.model_version_id,
+        chunk_tokens=parent.chunk_tokens,
+        memory_tokens=parent.memory_tokens,
+        answer_tokens=parent.answer_tokens,
+        template_set=parent.template_set,
+        memory_policy=parent.memory_policy,
+        parent_reading_id=parent.id,
+        branched_at_step=step,
+        cursor=step,
         total_chunks=parent.total_chunks,
-    )  # fmt: skip
+    )
     session.add(branch)
     session.flush()
-    session.add(Checkpoint(
-        reading_id=branch.id, step=step, memory=memory, start_token=edited.start_token, end_token=edited.end_token,
-        start_char=edited.start_char, end_char=edited.end_char, first_page=edited.first_page,
-        last_page=edited.last_page, origin="edited", edited_by=(edited_by or "")[:200] or None, prompt_tokens=0,
-        completion_tokens=0, seconds=0.0,
-    ))  # fmt: skip
+    session.add(
+        Checkpoint(
+            reading_id=branch.id,
+            step=step,
+            memory=memory,
+            start_token=edited.start_token,
+            end_token=edited.end_token,
+            start_char=edited.start_char,
+            end_char=edited.end_char,
+            first_page=edited.first_page,
+            last_page=edited.last_page,
+            origin="edited",
+            edited_by=(edited_by or "")[:200] or None,
+            prompt_tokens=0,
+            completion_tokens=0,
+            seconds=0.0,
+        )
+    )
     session.flush()
     session.refresh(branch)
     return branch
@@ -342,10 +364,16 @@ def step(settings: Settings, reading_id: int, k: int, *, user: UserView | None =
             have = f"steps 1 to {len(steps)}" if steps else "no checkpoint yet"
             raise ReadingError(f"reading {reading_id} has {have}: no step {k}")
         chosen = checkpoint_view(steps[k - 1], r.document.text or "")
-        return StepView(reading_id=r.id, steps=len(steps), checkpoint=chosen,
-                        previous_memory=steps[k - 2].memory if k > 1 else None, page_unit=page_unit(r.document.format),
-                        page_labels=list(r.document.page_labels or []), parent_reading_id=r.parent_reading_id,
-                        branched_at_step=r.branched_at_step)  # fmt: skip
+        return StepView(
+            reading_id=r.id,
+            steps=len(steps),
+            checkpoint=chosen,
+            previous_memory=steps[k - 2].memory if k > 1 else None,
+            page_unit=page_unit(r.document.format),
+            page_labels=list(r.document.page_labels or []),
+            parent_reading_id=r.parent_reading_id,
+            branched_at_step=r.branched_at_step,
+        )
 
 
 def document_readings(settings: Settings, document_id: int, *, user: UserView | None = None) -> list[ReadingView]:

@@ -85,15 +85,17 @@ class ReviewError(ReadingError):
 # --- the table, from a reading's checkpoints (pure: tested with fake readings) ----------------------
 
 
-def find_evidence(kind: str, question: str, answer: str | None, steps: Sequence[Checkpoint],
-                  text: str) -> tuple[int, int, int] | None:  # fmt: skip
+def find_evidence(
+    kind: str, question: str, answer: str | None, steps: Sequence[Checkpoint], text: str
+) -> tuple[int, int, int] | None:
     """(step, passage start, passage end) of the answer's evidence, or None: the passage provenance says the
     answer came from (`answer_source`, as the reading's "where did this come from" view shows it). A "No" to
     a clause question (or no yes or no) has none: the clause is absent."""
     if not steps or not answer or (kind == YES_NO and first_yes_no(answer) != "yes"):
         return None
-    source = answer_source(text, [(c.start_char, c.end_char) for c in steps], [c.memory for c in steps],
-                           question, answer)  # fmt: skip
+    source = answer_source(
+        text, [(c.start_char, c.end_char) for c in steps], [c.memory for c in steps], question, answer
+    )
     return None if source is None else (source.step, source.start, source.end)
 
 
@@ -101,8 +103,9 @@ def review_row(category: str, kind: str, reading, text: str, page_starts: list[i
     """One row of the table: `reading` is a Reading (or anything with its id, status, question, answer and
     timeline())."""
     status = getattr(reading.status, "value", reading.status)
-    found = (find_evidence(kind, reading.question, reading.answer, reading.timeline(), text) if status == "done"
-             else None)  # fmt: skip
+    found = (
+        find_evidence(kind, reading.question, reading.answer, reading.timeline(), text) if status == "done" else None
+    )
     if found is None:
         return ReviewRow(category, kind, reading.id, status, reading.answer, None, None, None, None, None, None)
     k, a, b = found
@@ -152,8 +155,18 @@ EXPORT_COLUMNS = ("Category", "Kind", "Answer", "Pages", "Passage", "Page image"
 
 
 def _export_rows(view: ReviewView) -> list[list[str]]:
-    return [[r.category, r.kind, answer_text(r), pages_text(r, view.page_unit), " ".join((r.passage or "").split()),
-             page_link(view.document_id, r, view.page_unit), str(r.reading_id)] for r in view.rows]  # fmt: skip
+    return [
+        [
+            r.category,
+            r.kind,
+            answer_text(r),
+            pages_text(r, view.page_unit),
+            " ".join((r.passage or "").split()),
+            page_link(view.document_id, r, view.page_unit),
+            str(r.reading_id),
+        ]
+        for r in view.rows
+    ]
 
 
 def to_csv(view: ReviewView) -> str:
@@ -171,8 +184,12 @@ def _md_cell(value: str) -> str:
 
 def to_markdown(view: ReviewView) -> str:
     """The table (as `filtered` left it) as a Markdown document: a heading, then a pipe table."""
-    lines = [f"# Contract review #{view.id}: {_md_cell(view.document_title)}", "",
-             "| " + " | ".join(EXPORT_COLUMNS) + " |", "|" + "---|" * len(EXPORT_COLUMNS)]  # fmt: skip
+    lines = [
+        f"# Contract review #{view.id}: {_md_cell(view.document_title)}",
+        "",
+        "| " + " | ".join(EXPORT_COLUMNS) + " |",
+        "|" + "---|" * len(EXPORT_COLUMNS),
+    ]
     for row in _export_rows(view):
         lines.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
     return "\n".join(lines) + "\n"
@@ -194,15 +211,26 @@ def _view(session: Session, review: Review) -> ReviewView:
     text, starts = doc.text or "", list(doc.page_starts or [])
     kinds = {q: (category, kind) for category, kind, q in REVIEW_QUESTIONS}
     # the readings with their checkpoints in two queries, not one a row (the panel asks every 3 s)
-    rs = session.scalars(select(Reading).where(Reading.review_id == review.id).order_by(Reading.id)
-                         .options(selectinload(Reading.checkpoints))).all()  # fmt: skip
+    rs = session.scalars(
+        select(Reading)
+        .where(Reading.review_id == review.id)
+        .order_by(Reading.id)
+        .options(selectinload(Reading.checkpoints))
+    ).all()
     rows = [review_row(*kinds.get(r.question, (r.question, "extract")), r, text, starts) for r in rs]
     done = all(r.status in ("done", "failed", "cancelled") for r in rows)
     return ReviewView(review.id, doc.id, doc.title, page_unit(doc.format), review.created_at, done, rows)
 
 
-def review(settings: Settings, document_id: int, chunk_tokens: int | None = None, memory_tokens: int | None = None,
-           *, enqueue: bool = True, user: UserView | None = None) -> ReviewView:  # fmt: skip
+def review(
+    settings: Settings,
+    document_id: int,
+    chunk_tokens: int | None = None,
+    memory_tokens: int | None = None,
+    *,
+    enqueue: bool = True,
+    user: UserView | None = None,
+) -> ReviewView:
     """Review a contract: all 41 CUAD questions as readings of one new review, committed, then a worker asked
     to read them in one pass (`enqueue=False`: the caller reads them, as `longread review` does)."""
     with session_scope(settings.resolved_database_url) as s:
@@ -234,8 +262,11 @@ def review_state(settings: Settings, review_id: int, *, user: UserView | None = 
     show_review)."""
     with session_scope(settings.resolved_database_url) as s:
         require_review(s, review_id, resolve_actor(s, settings, user))
-        found = s.execute(select(Reading.id, Reading.status, Reading.answer)
-                          .where(Reading.review_id == review_id).order_by(Reading.id))  # fmt: skip
+        found = s.execute(
+            select(Reading.id, Reading.status, Reading.answer)
+            .where(Reading.review_id == review_id)
+            .order_by(Reading.id)
+        )
         return [[i, getattr(status, "value", status), answer] for i, status, answer in found]
 
 

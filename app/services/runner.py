@@ -129,8 +129,11 @@ def _claim(
     if ids is not None and not ids:
         return claimed
     with session_scope(url) as s:
-        query = (select(Reading.id, Reading.model_version_id)
-                 .where(_claimable(settings, explicit=ids is not None)).order_by(Reading.id))  # fmt: skip
+        query = (
+            select(Reading.id, Reading.model_version_id)
+            .where(_claimable(settings, explicit=ids is not None))
+            .order_by(Reading.id)
+        )
         if ids is not None:
             query = query.where(Reading.id.in_(ids))
         candidates = s.execute(query.limit(limit)).all()

@@ -46,9 +46,19 @@ def train_run(
     def lookup(document_id: int) -> str:  # feedback lines name their document by id; only they touch the database
         return document_text(settings, document_id, user=local_actor(settings))
 
-    train(config, run_dir, model_folder(config.model, cache_dir=settings.model_cache_dir), resume=resume,
-          max_steps=max_steps, stop_file=stop_file, max_minutes=max_minutes, documents=lookup,
-          vllm_python=settings.vllm_python, log=log, progress=progress)  # fmt: skip
+    train(
+        config,
+        run_dir,
+        model_folder(config.model, cache_dir=settings.model_cache_dir),
+        resume=resume,
+        max_steps=max_steps,
+        stop_file=stop_file,
+        max_minutes=max_minutes,
+        documents=lookup,
+        vllm_python=settings.vllm_python,
+        log=log,
+        progress=progress,
+    )
 
 
 def suites_json(out: dict[str, Any]) -> dict[str, Any]:
@@ -110,8 +120,7 @@ def run_train(settings: Settings, job: TrainJob) -> None:
     from training.config import load_config
 
     run_dir = Path(job.run_dir)
-    train_run(settings, load_config(run_dir / "config.json"), run_dir, resume=job.resume,
-              stop_file=Path(job.stop_file))  # fmt: skip
+    train_run(settings, load_config(run_dir / "config.json"), run_dir, resume=job.resume, stop_file=Path(job.stop_file))
 
 
 def run_eval(settings: Settings, job: EvalJob) -> None:
@@ -119,18 +128,34 @@ def run_eval(settings: Settings, job: EvalJob) -> None:
     from training import evaluate as ev
     from training.tasks import case_documents
 
-    r = evaluation.reader(settings, model=job.model, adapter=job.adapter, engine=job.engine,
-                          chunk_tokens=job.chunk_tokens, memory_tokens=job.memory_tokens,
-                          answer_tokens=job.answer_tokens, template_set=job.template_set)  # fmt: skip
+    r = evaluation.reader(
+        settings,
+        model=job.model,
+        adapter=job.adapter,
+        engine=job.engine,
+        chunk_tokens=job.chunk_tokens,
+        memory_tokens=job.memory_tokens,
+        answer_tokens=job.answer_tokens,
+        template_set=job.template_set,
+    )
     progress = Path(job.progress)
     if job.cases:
         results = evaluation.evaluate_cases(r, Path(job.cases), progress=progress)
         outcome = ev.cases_json(results, case_documents(Path(job.cases)))
     else:
         # dev, not held out: this evaluation chooses between readers (held-out sets report the one shipped)
-        outcome = suites_json(evaluation.evaluate_suites(
-            r, ["synthetic"], "dev", Path(job.out) if job.out else None, lengths=list(job.lengths) or None, n=job.n,
-            kinds=list(job.kinds), progress=progress))  # fmt: skip
+        outcome = suites_json(
+            evaluation.evaluate_suites(
+                r,
+                ["synthetic"],
+                "dev",
+                Path(job.out) if job.out else None,
+                lengths=list(job.lengths) or None,
+                n=job.n,
+                kinds=list(job.kinds),
+                progress=progress,
+            )
+        )
     result = Path(job.result)
     part = result.with_name(result.name + ".part")
     part.write_text(json.dumps(outcome, ensure_ascii=False), encoding="utf-8")

@@ -115,16 +115,50 @@ def claim(settings: Settings, run_id: int, worker: str) -> Path | None:
     with session_scope(settings.resolved_database_url) as s:
         now = utcnow()
         taken = s.execute(
-            update(TrainingRun).where(TrainingRun.id == run_id, TrainingRun.status == RunStatus.queued)
-            .values(status=RunStatus.running, worker=worker, heartbeat_at=now, attempts=TrainingRun.attempts + 1,
-                    error=None, finished_at=None)
-        ).rowcount  # fmt: skip
+            update(TrainingRun)
+            .where(TrainingRun.id == run_id, TrainingRun.status == RunStatus.queued)
+            .values(
+                status=RunStatus.running,
+                worker=worker,
+                heartbeat_at=now,
+                attempts=TrainingRun.attempts + 1,
+                error=None,
+                finished_at=None,
+            )
+        ).rowcount
         if not taken:
             return None
         run = s.get(TrainingRun, run_id)
         run.started_at = run.started_at or now
         log.info("claimed training run %d (attempt %d)", run_id, run.attempts)
         return Path(run.run_dir)
+
+
+def _start_trainer(settings: Settings, run_dir: Path, stop: Path, worker: str) -> subprocess.Popen:
+    """The trainer's process, from the run's last checkpoint when it has one, its output in train.log."""
+    job = TrainJob(run_dir=str(run_dir), stop_file=str(stop), resume=has_checkpoint(run_dir))
+    cmd = write_job(job, run_dir / "train-job.json")
+    with (run_dir / "train.log").open("ab") as out:
+        out.write(f"--- {utcnow():%Y-%m-%d %H:%M:%S} UTC, {worker}: {' '.join(cmd)}: {job}\n".encode())
+        out.flush()
+        return subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env=_trainer_env(settings), start_new_session=True
+        )
+
+
+def _requeue(s: Any, mine: tuple, now: datetime) -> None:
+    """The worker is shutting down: its run goes back to the queue (a cancel in progress is done); a training
+    worker's sweeper enqueues it once it has waited stale_after_s."""
+    s.execute(
+        update(TrainingRun)
+        .where(*mine, TrainingRun.status == RunStatus.running)
+        .values(status=RunStatus.queued, worker=None, heartbeat_at=now)
+    )
+    s.execute(
+        update(TrainingRun)
+        .where(*mine, TrainingRun.status == RunStatus.cancelling)
+        .values(status=RunStatus.cancelled, worker=None, finished_at=now)
+    )
 
 
 def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Event) -> None:
@@ -138,8 +172,11 @@ def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Ev
         return
     stop = run_dir / STOP_FILE
     stop.unlink(missing_ok=True)
-    mine = (TrainingRun.id == run_id, TrainingRun.worker == worker,
-            TrainingRun.status.in_([RunStatus.running, RunStatus.cancelling]))  # fmt: skip
+    mine = (
+        TrainingRun.id == run_id,
+        TrainingRun.worker == worker,
+        TrainingRun.status.in_([RunStatus.running, RunStatus.cancelling]),
+    )
 
     def tick() -> bool:
         try:
@@ -155,16 +192,7 @@ def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Ev
         return True
 
     try:
-        # from the run's last checkpoint when it has one
-        job = TrainJob(run_dir=str(run_dir), stop_file=str(stop), resume=has_checkpoint(run_dir))
-        cmd = write_job(job, run_dir / "train-job.json")
-        with (run_dir / "train.log").open("ab") as out:
-            out.write(f"--- {utcnow():%Y-%m-%d %H:%M:%S} UTC, {worker}: {' '.join(cmd)}: {job}\n".encode())
-            out.flush()
-            proc = subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, env=_trainer_env(settings), start_new_session=True
-            )
-        code = _watch(proc, tick, stopping)
+        code = _watch(_start_trainer(settings, run_dir, stop, worker), tick, stopping)
     except Exception as exc:  # the trainer could not be started: the run fails, the worker serves on
         log.exception("training run %d could not be started", run_id)
         code, error = -1, f"{type(exc).__name__}: {exc}"
@@ -177,15 +205,7 @@ def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Ev
         if not stopping.is_set():
             return  # no longer ours: its new worker writes its outcome
 
-        # The worker is shutting down: the run goes back to the queue (a cancel in progress is done); a
-        # training worker's sweeper enqueues it once it has waited stale_after_s.
-        def requeue(s: Any) -> None:
-            s.execute(update(TrainingRun).where(*mine[:2], TrainingRun.status == RunStatus.running)
-                      .values(status=RunStatus.queued, worker=None, heartbeat_at=now))  # fmt: skip
-            s.execute(update(TrainingRun).where(*mine[:2], TrainingRun.status == RunStatus.cancelling)
-                      .values(status=RunStatus.cancelled, worker=None, finished_at=now))  # fmt: skip
-
-        _store(settings, f"training run {run_id} put back in the queue", requeue)
+        _store(settings, f"training run {run_id} put back in the queue", lambda s: _requeue(s, mine[:2], now))
         return
     if (run_dir / "adapter" / "adapter_config.json").is_file():
         status = RunStatus.done
@@ -193,12 +213,19 @@ def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Ev
         status = RunStatus.cancelled
     else:
         status = RunStatus.failed
-        error = error or (f"the trainer stopped ({describe_exit(code)}); the end of its log:\n"
-                          + log_tail(run_dir / "train.log", 20))  # fmt: skip
+        error = error or (
+            f"the trainer stopped ({describe_exit(code)}); the end of its log:\n" + log_tail(run_dir / "train.log", 20)
+        )
     steps = len(read_jsonl(run_dir / "metrics.jsonl"))
-    _store(settings, f"training run {run_id}'s outcome", lambda s: s.execute(
-        update(TrainingRun).where(*mine)
-        .values(status=status, error=error, step=steps, finished_at=now, heartbeat_at=now)))  # fmt: skip
+    _store(
+        settings,
+        f"training run {run_id}'s outcome",
+        lambda s: s.execute(
+            update(TrainingRun)
+            .where(*mine)
+            .values(status=status, error=error, step=steps, finished_at=now, heartbeat_at=now)
+        ),
+    )
     log.info("training run %d: %s at step %d", run_id, status.value, steps)
 
 
@@ -214,18 +241,34 @@ def eval_jobs(
     candidate's adapter, so then both read in-process (`transformers`)."""
     cases = heldout_cases(run_dir)
     data = config.get("data", {})
-    reader = dict(model=model[0], adapter=model[1],
-                  engine="transformers" if settings.engine == "openai" else settings.engine,
-                  template_set=config["template_set"], chunk_tokens=config["chunk_tokens"],
-                  memory_tokens=config["memory_tokens"], answer_tokens=config["answer_tokens"])  # fmt: skip
-    parts = [dict(out=str(run_dir / "eval" / side), n=settings.eval_n,
-                  lengths=tuple(sorted({int(n) for n, _ in data.get("curriculum", [])})),
-                  kinds=tuple(data.get("synthetic_kinds") or ["single-needle"]))]  # fmt: skip
+    reader = dict(
+        model=model[0],
+        adapter=model[1],
+        engine="transformers" if settings.engine == "openai" else settings.engine,
+        template_set=config["template_set"],
+        chunk_tokens=config["chunk_tokens"],
+        memory_tokens=config["memory_tokens"],
+        answer_tokens=config["answer_tokens"],
+    )
+    parts = [
+        dict(
+            out=str(run_dir / "eval" / side),
+            n=settings.eval_n,
+            lengths=tuple(sorted({int(n) for n, _ in data.get("curriculum", [])})),
+            kinds=tuple(data.get("synthetic_kinds") or ["single-needle"]),
+        )
+    ]
     if cases is not None:
         parts.append(dict(cases=str(cases)))
-    return [EvalJob(**reader, **part, progress=str(progress_file(run_dir, side, k)),
-                    result=str(run_dir / "eval" / "jobs" / f"{side}-{k}.result.json"))
-            for k, part in enumerate(parts)]  # fmt: skip
+    return [
+        EvalJob(
+            **reader,
+            **part,
+            progress=str(progress_file(run_dir, side, k)),
+            result=str(run_dir / "eval" / "jobs" / f"{side}-{k}.result.json"),
+        )
+        for k, part in enumerate(parts)
+    ]
 
 
 def evaluate(settings: Settings, run_id: int, worker: str, stopping: threading.Event) -> None:
@@ -267,8 +310,9 @@ def evaluate(settings: Settings, run_id: int, worker: str, stopping: threading.E
     result: dict[str, Any] | None = {"status": "done"}
     try:
         for side, (label, model) in zip(EVAL_SIDES, (baseline, candidate), strict=True):
-            out = _evaluate_side(settings, eval_jobs(settings, config, model, run_dir, side),
-                                 run_dir, side, tick, stopping)  # fmt: skip
+            out = _evaluate_side(
+                settings, eval_jobs(settings, config, model, run_dir, side), run_dir, side, tick, stopping
+            )
             if out is None:
                 result = None
                 break
@@ -307,8 +351,9 @@ def _evaluate_side(
         with log_path.open("ab") as log_file:
             log_file.write(f"--- {utcnow():%Y-%m-%d %H:%M:%S} UTC, {side}: {' '.join(cmd)}: {job}\n".encode())
             log_file.flush()
-            proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env=_child_env(settings),
-                                    start_new_session=True)  # fmt: skip
+            proc = subprocess.Popen(
+                cmd, stdout=log_file, stderr=subprocess.STDOUT, env=_child_env(settings), start_new_session=True
+            )
         code = _watch(proc, tick, stopping)
         if code is None:
             return None
@@ -320,8 +365,12 @@ def _evaluate_side(
                 f"log:\n{log_tail(log_path, 15)}"
             ) from None
         if job.cases:
-            out["cases"] = {"sub_em": printed["sub_em"], "exact_match": printed["exact_match"],
-                            "n": len(printed["cases"]), "cases": printed["cases"]}  # fmt: skip
+            out["cases"] = {
+                "sub_em": printed["sub_em"],
+                "exact_match": printed["exact_match"],
+                "n": len(printed["cases"]),
+                "cases": printed["cases"],
+            }
         else:
             out.update(summary=printed["summary"], suites=printed.get("suites") or {}, timing=printed["timing"])
     return out
@@ -351,10 +400,18 @@ def sweep(settings: Settings, idle: bool) -> None:
         ):
             # A run that keeps killing its worker (out of memory, say) fails at the cap instead of forever.
             capped = attempts >= settings.max_attempts
-            values = (dict(status=RunStatus.failed, finished_at=now, error=(
-                f"the training worker stopped {attempts} times while training this (last at step {step}); "
-                "resume to try again from its last checkpoint")) if capped else
-                dict(status=RunStatus.queued, worker=None, heartbeat_at=now))  # fmt: skip
+            values = (
+                dict(
+                    status=RunStatus.failed,
+                    finished_at=now,
+                    error=(
+                        f"the training worker stopped {attempts} times while training this (last at step {step}); "
+                        "resume to try again from its last checkpoint"
+                    ),
+                )
+                if capped
+                else dict(status=RunStatus.queued, worker=None, heartbeat_at=now)
+            )
             if (
                 s.execute(
                     update(TrainingRun)
@@ -365,16 +422,20 @@ def sweep(settings: Settings, idle: bool) -> None:
             ):
                 log.warning("training run %d: its worker stopped beating; queued again", run_id)
                 train.append(run_id)
-        s.execute(update(TrainingRun).where(TrainingRun.status == RunStatus.cancelling, _stale(dead))
-                  .values(status=RunStatus.cancelled, worker=None, finished_at=now))  # fmt: skip
+        s.execute(
+            update(TrainingRun)
+            .where(TrainingRun.status == RunStatus.cancelling, _stale(dead))
+            .values(status=RunStatus.cancelled, worker=None, finished_at=now)
+        )
         for run in s.scalars(select(TrainingRun).where(TrainingRun.status == RunStatus.done, _stale(dead))):
             if (run.evaluation or {}).get("status") == "running":
                 log.warning("training run %d: the worker evaluating it stopped beating; queued again", run.id)
                 run.evaluation, run.heartbeat_at = {"status": "queued"}, now
                 evaluate_.append(run.id)
         if idle:
-            for run in s.scalars(select(TrainingRun).where(
-                    TrainingRun.status.in_([RunStatus.queued, RunStatus.done]), _stale(waited))):  # fmt: skip
+            for run in s.scalars(
+                select(TrainingRun).where(TrainingRun.status.in_([RunStatus.queued, RunStatus.done]), _stale(waited))
+            ):
                 if run.status == RunStatus.queued:
                     train.append(run.id)
                 elif (run.evaluation or {}).get("status") == "queued":

@@ -88,8 +88,14 @@ class UserView:
 
 
 def user_view(u: User) -> UserView:
-    return UserView(id=u.id, username=u.username, role=u.role.value, disabled=bool(u.disabled),
-                    created_at=u.created_at, has_password=u.password_hash is not None)  # fmt: skip
+    return UserView(
+        id=u.id,
+        username=u.username,
+        role=u.role.value,
+        disabled=bool(u.disabled),
+        created_at=u.created_at,
+        has_password=u.password_hash is not None,
+    )
 
 
 # --- passwords -------------------------------------------------------------------------------------

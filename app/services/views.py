@@ -71,10 +71,16 @@ def reading_progress(r: Reading, stale_after_s: float | None = None, now: dateti
     if r.total_chunks is not None and read and not r.finished_at and running and not stalled:
         per_step = sum(c.seconds for c in read) / len(read)
         eta = per_step * (r.total_chunks - r.cursor)
-    return ProgressView(step=r.cursor, total=r.total_chunks, elapsed_s=elapsed,
-                        reading_s=reading if r.started_at else None,
-                        waiting_s=None if elapsed is None else max(0.0, elapsed - reading),
-                        eta_s=eta, stalled=stalled, read_from=r.branched_at_step or 0)  # fmt: skip
+    return ProgressView(
+        step=r.cursor,
+        total=r.total_chunks,
+        elapsed_s=elapsed,
+        reading_s=reading if r.started_at else None,
+        waiting_s=None if elapsed is None else max(0.0, elapsed - reading),
+        eta_s=eta,
+        stalled=stalled,
+        read_from=r.branched_at_step or 0,
+    )
 
 
 @dataclass(frozen=True)
@@ -99,12 +105,21 @@ class CheckpointView:
 
 def checkpoint_view(c: Checkpoint, text: str | None = None) -> CheckpointView:
     """`text`: the document's text, to include the chunk the agent read."""
-    return CheckpointView(step=c.step, memory=c.memory, start_char=c.start_char, end_char=c.end_char,
-                          first_page=c.first_page, last_page=c.last_page, origin=c.origin or "agent",
-                          edited_by=c.edited_by,
-                          prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens, seconds=c.seconds,
-                          created_at=c.created_at,
-                          chunk=None if text is None else text[c.start_char : c.end_char])  # fmt: skip
+    return CheckpointView(
+        step=c.step,
+        memory=c.memory,
+        start_char=c.start_char,
+        end_char=c.end_char,
+        first_page=c.first_page,
+        last_page=c.last_page,
+        origin=c.origin or "agent",
+        edited_by=c.edited_by,
+        prompt_tokens=c.prompt_tokens,
+        completion_tokens=c.completion_tokens,
+        seconds=c.seconds,
+        created_at=c.created_at,
+        chunk=None if text is None else text[c.start_char : c.end_char],
+    )
 
 
 @dataclass(frozen=True)
@@ -136,14 +151,27 @@ class ReadingView:
 
 def reading_view(r: Reading, stale_after_s: float | None = None, with_chunks: bool = False) -> ReadingView:
     text = (r.document.text or "") if with_chunks else None
-    return ReadingView(id=r.id, document_id=r.document_id, question=r.question, status=r.status.value,
-                       answer=r.answer, final_output=r.final_output, error=r.error, model=r.model,
-                       chunk_tokens=r.chunk_tokens, memory_tokens=r.memory_tokens, template_set=r.template_set,
-                       memory_policy=r.memory_policy, cursor=r.cursor or 0, total_chunks=r.total_chunks,
-                       created_at=r.created_at,
-                       parent_reading_id=r.parent_reading_id, branched_at_step=r.branched_at_step,
-                       progress=reading_progress(r, stale_after_s),
-                       checkpoints=[checkpoint_view(c, text) for c in r.timeline()])  # fmt: skip
+    return ReadingView(
+        id=r.id,
+        document_id=r.document_id,
+        question=r.question,
+        status=r.status.value,
+        answer=r.answer,
+        final_output=r.final_output,
+        error=r.error,
+        model=r.model,
+        chunk_tokens=r.chunk_tokens,
+        memory_tokens=r.memory_tokens,
+        template_set=r.template_set,
+        memory_policy=r.memory_policy,
+        cursor=r.cursor or 0,
+        total_chunks=r.total_chunks,
+        created_at=r.created_at,
+        parent_reading_id=r.parent_reading_id,
+        branched_at_step=r.branched_at_step,
+        progress=reading_progress(r, stale_after_s),
+        checkpoints=[checkpoint_view(c, text) for c in r.timeline()],
+    )
 
 
 @dataclass(frozen=True)

@@ -98,8 +98,13 @@ class Branches:
 def build_branches() -> Branches:
     with gr.Group(elem_id="branches-box"):
         note = gr.Markdown(elem_id="branches-note", latex_delimiters=[])
-        branches = table(BRANCH_COLUMNS, "branches", max_height=260, column_widths=["8%", "52%", "12%", "28%"],
-                         label="Branches: this reading's family as a tree (choose one to open it)")  # fmt: skip
+        branches = table(
+            BRANCH_COLUMNS,
+            "branches",
+            max_height=260,
+            column_widths=["8%", "52%", "12%", "28%"],
+            label="Branches: this reading's family as a tree (choose one to open it)",
+        )
     return Branches(note, branches)
 
 

@@ -20,9 +20,12 @@ HIDDEN = gr.update(visible=False)
 def confirm_text(v: document_deletion.DeletionView) -> str:
     """The confirmation's question: the document, what goes with it, and what stays."""
     n = v.readings
-    what = (f"{n} reading{'s' if n != 1 else ''} ({v.checkpoints} checkpoint{'s' if v.checkpoints != 1 else ''}, "
-            f"{v.feedback} feedback) {'go' if n != 1 else 'goes'} with it, and so do" if n
-            else "It has no readings; with it go")  # fmt: skip
+    what = (
+        f"{n} reading{'s' if n != 1 else ''} ({v.checkpoints} checkpoint{'s' if v.checkpoints != 1 else ''}, "
+        f"{v.feedback} feedback) {'go' if n != 1 else 'goes'} with it, and so do"
+        if n
+        else "It has no readings; with it go"
+    )
     return (
         f"**Delete #{v.document_id} {text_md(v.title)}?** {what} its file and page images (unless another "
         "document has the same file). Feedback already copied into a training run stays in that run. "

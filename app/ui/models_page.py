@@ -56,8 +56,11 @@ class ModelsPage:
                 name = v.name if v else None
         except REFUSED as exc:
             return self.show(f"**Cannot switch:** {text_md(exc)}")
-        now = (f"version #{int(version_id)} {text_md(version_label(name))}" if name else
-               f"the base model {text_md(version_label(settings.model))}")  # fmt: skip
+        now = (
+            f"version #{int(version_id)} {text_md(version_label(name))}"
+            if name
+            else f"the base model {text_md(version_label(settings.model))}"
+        )
         return self.show(f"New readings now use {now}; readings in flight finish on the version they began with.")
 
     def connect(self, tab: gr.Tab) -> None:

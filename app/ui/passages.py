@@ -70,7 +70,10 @@ def open_passage(
         document_id, page = (int(x) for x in pdf_page)
         labels = _labels(settings, user, document_id)
         printed, place = labels[page - 1] if 0 < page <= len(labels) else str(page), f"page {page} of the PDF"
-        note += (f", printed on {place} (beside it, highlighted)" if printed == str(page) else
-                 f", printed on page {text_md(printed)} ({place}, beside it, highlighted)")  # fmt: skip
+        note += (
+            f", printed on {place} (beside it, highlighted)"
+            if printed == str(page)
+            else f", printed on page {text_md(printed)} ({place}, beside it, highlighted)"
+        )
         image = gr.update(value=page_image_html(document_id, page, int(start), int(end)), visible=True)
     return gr.update(value=[(before, None), (passage, label), (after, None)], visible=True), note + ".", image

@@ -52,8 +52,9 @@ class ReadEvents:
         try:
             size = file.stat().st_size
             if size > self.settings.max_upload_mb * 1024 * 1024:
-                refused = (f"{text_md(file.name)} is {size / 2**20:.1f} MiB, "
-                           f"over the {self.settings.max_upload_mb} MiB limit.")  # fmt: skip
+                refused = (
+                    f"{text_md(file.name)} is {size / 2**20:.1f} MiB, over the {self.settings.max_upload_mb} MiB limit."
+                )
                 return {t.doc.upload: None, t.doc.info: f"**Upload refused:** {refused}"}
             doc, existing = documents.add_document(self.settings, file.name, file.read_bytes(), user=self.me())
         except UploadError as exc:
@@ -172,8 +173,14 @@ class ReadEvents:
                 return {v.status: message}
             notice = (open_id, message, time.monotonic() + NOTICE_S)
             return self.on_tick(open_id, notice) | {v.notice: notice}
-        also = (f" ({len(asked) - 1} more question{'s' if len(asked) > 2 else ''} read in the same pass: "
-                "all of them side by side below)") if len(asked) > 1 else ""  # fmt: skip
+        also = (
+            (
+                f" ({len(asked) - 1} more question{'s' if len(asked) > 2 else ''} read in the same pass: "
+                "all of them side by side below)"
+            )
+            if len(asked) > 1
+            else ""
+        )
         view = v.view(asked[0], f"Queued: waiting for a worker…{also}", progress_bar(QUEUED, "queued"), reading=True)
         listed = {t.readings: self.look.reading_rows(document_id), t.pass_ids: asked, v.notice: None}
         opened = {t.saved: {**(saved or {}), "reading": asked[0]}}
@@ -262,8 +269,10 @@ class ReadEvents:
             branch = readings.edit(self.settings, reading_id, int(k), memory, edited_by=by, user=who)
         except (NotFound, ValueError) as exc:  # ReadingError is a ValueError
             return {edit_msg: f"**Cannot resume:** {text_md(exc)}"}
-        note = (f"Branch #{branch.id} of #{reading_id} made at step {int(k)}: "
-                + ("it writes a new answer." if branch.cursor >= (branch.total_chunks or 0) else
-                   f"it reads on from chunk {int(k) + 1}."))  # fmt: skip
+        note = f"Branch #{branch.id} of #{reading_id} made at step {int(k)}: " + (
+            "it writes a new answer."
+            if branch.cursor >= (branch.total_chunks or 0)
+            else f"it reads on from chunk {int(k) + 1}."
+        )
         opened = {t.saved: {**(saved or {}), "reading": branch.id}, t.readings: self.look.reading_rows(document_id)}
         return {edit_msg: note} | self.open_reading(branch.id) | opened

@@ -50,8 +50,14 @@ class ReadTab:
     @property
     def cleared(self) -> list:
         """What switching documents updates (read_events.on_switch)."""
-        return [*self.shown, self.ask.question, self.ask.more, self.pass_ids, *self.pass_view.outputs,
-                self.details.panels.timeline.edit_msg]  # fmt: skip
+        return [
+            *self.shown,
+            self.ask.question,
+            self.ask.more,
+            self.pass_ids,
+            *self.pass_view.outputs,
+            self.details.panels.timeline.edit_msg,
+        ]
 
     @property
     def opened(self) -> list:
@@ -80,5 +86,6 @@ def build_read_layout(settings: Settings, me: Callable[[], UserView | None]) -> 
         visible=False,
     )
     review_panel = build_review_panel(settings, me)
-    return ReadTab(doc, ask, reading, pass_view, pass_ids, details, reading_column, reading_parts, readings,
-                   review_panel)  # fmt: skip
+    return ReadTab(
+        doc, ask, reading, pass_view, pass_ids, details, reading_column, reading_parts, readings, review_panel
+    )

@@ -64,8 +64,13 @@ def _connect_questions(ui: gr.Blocks, tab: ReadTab, on: ReadEvents) -> None:
     ui.load(on.on_defaults, None, sizes, **HIDDEN)
     ask.settings_box.expand(on.on_defaults, None, sizes, **HIDDEN)
     for box in (tab.doc.document, ask.question, ask.more):  # `change`: also when the code sets or clears them
-        box.change(on.on_questions, [tab.doc.document, ask.question, ask.more], ask.estimate, **HIDDEN,
-                   trigger_mode="always_last")  # fmt: skip
+        box.change(
+            on.on_questions,
+            [tab.doc.document, ask.question, ask.more],
+            ask.estimate,
+            **HIDDEN,
+            trigger_mode="always_last",
+        )
 
 
 def _connect_reading(tab: ReadTab, on: ReadEvents, timer: gr.Timer, list_timer: gr.Timer) -> None:

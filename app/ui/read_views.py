@@ -85,8 +85,13 @@ def page_parts(status: str | None) -> PageParts:
     yet: what to do first, and the question box (its Ask says to choose a document). A failed upload has nothing
     to read either: only its title, its error (the info line) and Dismiss."""
     failed, none = status == "failed", status is None
-    return PageParts(delete=not none and not failed, dismiss=failed, asking=not failed, reading=not none and not failed,
-                     first_step=none)  # fmt: skip
+    return PageParts(
+        delete=not none and not failed,
+        dismiss=failed,
+        asking=not failed,
+        reading=not none and not failed,
+        first_step=none,
+    )
 
 
 def first_step_text(max_upload_mb: int) -> str:
@@ -118,8 +123,10 @@ def describe_pass(e: EstimateView | None, questions: int) -> str:
     if n == 1:
         return f"One question: about {fmt_seconds(seconds)}{started(e)}."
     if e.shared_s:  # measured passes came in under this figure (app/services/documents.py ENGINE_SPEEDS)
-        return (f"{n} questions: at most about {fmt_seconds(seconds)}{started(e)} (read together: each adds the "
-                "reading of its prompts, the writing is shared).")  # fmt: skip
+        return (
+            f"{n} questions: at most about {fmt_seconds(seconds)}{started(e)} (read together: each adds the "
+            "reading of its prompts, the writing is shared)."
+        )
     return f"{n} questions: about {fmt_seconds(seconds)}{started(e)} (read together: each adds one question's time)."
 
 
@@ -239,12 +246,14 @@ def branch_tree(family: list[ReadingView], open_id: int | None) -> list[list[obj
         if r.id in done:  # a cycle cannot happen (a branch is newer than its parent); never loop if it did
             return
         done.add(r.id)
-        what = (f"#{r.id} branch at step {r.branched_at_step}" if r.parent_reading_id
-                else f"#{r.id} original: {' '.join(r.question.split())[:80]}")  # fmt: skip
+        what = (
+            f"#{r.id} branch at step {r.branched_at_step}"
+            if r.parent_reading_id
+            else f"#{r.id} original: {' '.join(r.question.split())[:80]}"
+        )
         mark = " ◀ open" if r.id == open_id else ""
         answer = " ".join((r.answer or "").split())
-        rows.append([r.id, lead + branch + what + mark, r.status,
-                     answer[:120] + ("…" if len(answer) > 120 else "")])  # fmt: skip
+        rows.append([r.id, lead + branch + what + mark, r.status, answer[:120] + ("…" if len(answer) > 120 else "")])
         kids = children.get(r.id, [])
         below = lead + ("" if not branch else ("│" + _NB * 3 if branch.startswith("├") else _NB * 4))
         for i, kid in enumerate(kids):
@@ -266,19 +275,23 @@ def diff_spans(old: str | None, new: str) -> list[tuple[str, str | None]]:
 
 def compare_text(r: ReadingView) -> str:
     """One side of "Compare answers": a reading's answer, its final memory and where it came from."""
-    origin = (f"branch of #{r.parent_reading_id}, memory edited at step {r.branched_at_step}"
-              if r.parent_reading_id else "read from the start")  # fmt: skip
+    origin = (
+        f"branch of #{r.parent_reading_id}, memory edited at step {r.branched_at_step}"
+        if r.parent_reading_id
+        else "read from the start"
+    )
     final = r.checkpoints[-1].memory if r.checkpoints else "(none yet)"
-    return (f"Answer: {r.answer if r.answer is not None else '(none yet: ' + r.status + ')'}\n\n"
-            f"Final memory: {final}\n\n#{r.id} · {r.status} · {origin}")  # fmt: skip
+    return (
+        f"Answer: {r.answer if r.answer is not None else '(none yet: ' + r.status + ')'}\n\n"
+        f"Final memory: {final}\n\n#{r.id} · {r.status} · {origin}"
+    )
 
 
 def describe_step(v: StepView) -> str:
     """The timeline's line for one step: which step, where its chunk came from, who wrote the memory."""
     c = v.checkpoint
     where = pages_label(c.first_page, c.last_page, v.page_unit, v.page_labels)
-    line = (f"**Step {c.step} of {v.steps}** · {text_md(where)}"
-            f" · characters {c.start_char:,}–{c.end_char:,}")  # fmt: skip
+    line = f"**Step {c.step} of {v.steps}** · {text_md(where)} · characters {c.start_char:,}–{c.end_char:,}"
     if c.origin == "edited":
         by = f" by {text_md(c.edited_by)}" if c.edited_by else ""
         when = f" on {c.created_at:%Y-%m-%d %H:%M} UTC" if c.created_at else ""

@@ -127,16 +127,26 @@ class ReadingDetails:
         c = self.panels.compare
         r = self.look.reading(reading_id)
         if r is None:
-            return {c.other: gr.update(choices=[], value=None), c.left: gr.update(value="", label="This reading"),
-                    c.right: ""}  # fmt: skip
-        others = [(f"#{o.id} " + (f"(branch of #{o.parent_reading_id} at step {o.branched_at_step}) " if
-                                  o.parent_reading_id else "")
-                   + f"{' '.join(o.question.split())[:80]} · {o.status}", o.id)
-                  for o in readings.document_readings(self.settings, r.document_id, user=self.me())
-                  if o.id != r.id]  # fmt: skip
-        return {c.other: gr.update(choices=others, value=None),
-                c.left: gr.update(value=compare_text(r), label=f"This reading (#{r.id})"),
-                c.right: gr.update(value="", label="The other reading")}  # fmt: skip
+            return {
+                c.other: gr.update(choices=[], value=None),
+                c.left: gr.update(value="", label="This reading"),
+                c.right: "",
+            }
+        others = [
+            (
+                f"#{o.id} "
+                + (f"(branch of #{o.parent_reading_id} at step {o.branched_at_step}) " if o.parent_reading_id else "")
+                + f"{' '.join(o.question.split())[:80]} · {o.status}",
+                o.id,
+            )
+            for o in readings.document_readings(self.settings, r.document_id, user=self.me())
+            if o.id != r.id
+        ]
+        return {
+            c.other: gr.update(choices=others, value=None),
+            c.left: gr.update(value=compare_text(r), label=f"This reading (#{r.id})"),
+            c.right: gr.update(value="", label="The other reading"),
+        }
 
     def on_compare(self, reading_id: int | None, other_id: int | None) -> dict:
         c = self.panels.compare
@@ -144,8 +154,10 @@ class ReadingDetails:
         other = self.look.reading(int(other_id)) if this is not None and other_id is not None else None
         if other is None:
             return {c.right: gr.update(value="", label="The other reading")}
-        return {c.left: gr.update(value=compare_text(this), label=f"This reading (#{this.id})"),
-                c.right: gr.update(value=compare_text(other), label=f"The other reading (#{other.id})")}  # fmt: skip
+        return {
+            c.left: gr.update(value=compare_text(this), label=f"This reading (#{this.id})"),
+            c.right: gr.update(value=compare_text(other), label=f"The other reading (#{other.id})"),
+        }
 
     # Where each sentence came from.
 
@@ -172,12 +184,24 @@ class ReadingDetails:
         except NotFound:
             return None, None
         labels = [p.label for p in doc.page_map or []]
-        rows = [[x.part, " ".join(x.sentence.split()), x.step if x.step else "–",
-                 (pages_label(x.first_page, x.last_page, doc.page_unit, labels)
-                  + (" (memory edited there)" if x.origin == "edited" else "")) if x.step else "not in the memory"]
-                for x in sources]  # fmt: skip
-        spans = [[x.passage_start, x.passage_end, x.step, doc.id, x.page if doc.format == "pdf" else None, x.via]
-                 for x in sources]  # fmt: skip
+        rows = [
+            [
+                x.part,
+                " ".join(x.sentence.split()),
+                x.step if x.step else "–",
+                (
+                    pages_label(x.first_page, x.last_page, doc.page_unit, labels)
+                    + (" (memory edited there)" if x.origin == "edited" else "")
+                )
+                if x.step
+                else "not in the memory",
+            ]
+            for x in sources
+        ]
+        spans = [
+            [x.passage_start, x.passage_end, x.step, doc.id, x.page if doc.format == "pdf" else None, x.via]
+            for x in sources
+        ]
         return rows, spans
 
     def on_source(self, evt: gr.SelectData, reading_id: int | None, kept: list | None) -> tuple:
@@ -188,9 +212,12 @@ class ReadingDetails:
         if reading_id is None or not kept or row >= len(kept) or kept[row][0] is None:
             return no_passage("That sentence is in no memory the agent wrote, so it has no passage.")
         start, end, k, document_id, page, via = (kept[row] + [None] * 6)[:6]
-        note = (f"Answered from the memory's sentence “{text_md(' '.join(via.split()))}”, which entered the memory "
-                f"at step {k}: the passage of that step's chunk it came from" if via else
-                f"The passage of step {k}'s chunk that matches it best")  # fmt: skip
+        note = (
+            f"Answered from the memory's sentence “{text_md(' '.join(via.split()))}”, which entered the memory "
+            f"at step {k}: the passage of that step's chunk it came from"
+            if via
+            else f"The passage of step {k}'s chunk that matches it best"
+        )
         note += f" (characters {start:,}–{end:,})"
         pdf_page = (document_id, page) if page else None
         return open_passage(self.settings, self.me(), reading_id, start, end, "source", note, pdf_page)

@@ -49,8 +49,14 @@ def table_rows(view: review.ReviewView) -> list[list[str]]:
     out = []
     for r in view.rows:
         passage = " ".join((r.passage or "").split())
-        out.append([r.category, review.answer_text(r), review.pages_text(r, view.page_unit) or "–",
-                    f"open ›  {passage[:160]}" if r.found else ""])  # fmt: skip
+        out.append(
+            [
+                r.category,
+                review.answer_text(r),
+                review.pages_text(r, view.page_unit) or "–",
+                f"open ›  {passage[:160]}" if r.found else "",
+            ]
+        )
     return out
 
 
@@ -58,12 +64,16 @@ def describe_review(view: review.ReviewView) -> str:
     answered = sum(r.status == "done" for r in view.rows)
     found = sum(r.found for r in view.rows)
     if not view.done:
-        return (f"**Review #{view.id}:** reading all {len(view.rows)} questions in one pass… "
-                f"{answered} of {len(view.rows)} answered.")  # fmt: skip
+        return (
+            f"**Review #{view.id}:** reading all {len(view.rows)} questions in one pass… "
+            f"{answered} of {len(view.rows)} answered."
+        )
     failed = [r.category for r in view.rows if r.status != "done"]
-    return (f"**Review #{view.id}** of {text_md(view.document_title)}: {answered} of {len(view.rows)} answered, "
-            f"{found} with the passage their evidence came from."
-            + (f" Not answered: {text_md(', '.join(failed))}." if failed else ""))  # fmt: skip
+    return (
+        f"**Review #{view.id}** of {text_md(view.document_title)}: {answered} of {len(view.rows)} answered, "
+        f"{found} with the passage their evidence came from."
+        + (f" Not answered: {text_md(', '.join(failed))}." if failed else "")
+    )
 
 
 def _exports(view: review.ReviewView, which: str) -> tuple[str, str]:
@@ -99,8 +109,17 @@ class ReviewPanel:
         except NotFound:
             return empty
         shown = review.filtered(view, which or "All")
-        kept = [[r.reading_id, r.passage_start, r.passage_end, r.step, view.document_id,
-                 r.first_page if view.page_unit == "page" else None] for r in shown.rows]  # fmt: skip
+        kept = [
+            [
+                r.reading_id,
+                r.passage_start,
+                r.passage_end,
+                r.step,
+                view.document_id,
+                r.first_page if view.page_unit == "page" else None,
+            ]
+            for r in shown.rows
+        ]
         csv_path, md_path = _exports(shown, which or "All")
         return empty._replace(
             status=describe_review(view),
@@ -151,9 +170,16 @@ class ReviewPanel:
         if not kept or row >= len(kept) or kept[row][1] is None:
             return no_passage("No evidence was found for that row: its answer is in no passage the memory kept.")
         reading_id, start, end, k, document_id, page = kept[row]
-        return open_passage(self.settings, self.me(), reading_id, start, end, "evidence",
-                            f"Its evidence entered the memory at step {k}: the passage of that step's chunk it "
-                            f"came from", (document_id, page) if page else None)  # fmt: skip
+        return open_passage(
+            self.settings,
+            self.me(),
+            reading_id,
+            start,
+            end,
+            "evidence",
+            f"Its evidence entered the memory at step {k}: the passage of that step's chunk it came from",
+            (document_id, page) if page else None,
+        )
 
     def connect(self, document: gr.components.Component, list_timer: gr.Timer) -> None:
         """Wire the panel to the Read tab's document menu and its 3-second timer."""

@@ -78,15 +78,15 @@ class DataPage:
             self.feedback_table: feedback_rows(d),
             self.picked: gr.update(
                 choices=[(f"#{f.id} {f.verdict}: {one_line(f.question, 60)}", f.id) for f in d.feedback]
-            ),  # fmt: skip
+            ),
             self.contracts: gr.update(
                 label=f"Contracts' expert QA: {docs} training documents, {questions} "
                 f"questions ({held} documents held out for evaluation)"
-            ),  # fmt: skip
+            ),
             self.qa_files: gr.update(
                 choices=[(f"{p} ({n} questions)", p) for p, n in d.qa_files],
                 info=None if d.qa_files else "No QA files on the server.",
-            ),  # fmt: skip
+            ),
             self.kinds: gr.update(choices=[(f"{k}: {text}", k) for k, text in d.synthetic_kinds]),
             **also(),
         }
@@ -96,8 +96,10 @@ class DataPage:
             samples = training_runs.preview_samples(self.admin.settings, self.selection(values), user=self.admin.me())
         except REFUSED as exc:
             return {self.preview_note: f"**Cannot preview:** {text_md(exc)}", self.samples_table: []}
-        rows = [[x.source, one_line(x.question), " | ".join(x.answers), x.doc_tokens, one_line(x.excerpt, 160)]
-                for x in samples]  # fmt: skip
+        rows = [
+            [x.source, one_line(x.question), " | ".join(x.answers), x.doc_tokens, one_line(x.excerpt, 160)]
+            for x in samples
+        ]
         note = (
             f"{len(rows)} of the samples this selection makes:"
             if rows
@@ -118,8 +120,12 @@ def build_data_page(admin: Admin) -> DataPage:
         "trains a run only when you include it."
     )
     feedback_note = gr.Markdown(elem_id="feedback-note", latex_delimiters=[])
-    feedback_table = table(FEEDBACK_COLUMNS, "feedback-table", max_height=320,
-                           column_widths=["5%", "8%", "19%", "14%", "14%", "13%", "9%", "11%", "7%"])  # fmt: skip
+    feedback_table = table(
+        FEEDBACK_COLUMNS,
+        "feedback-table",
+        max_height=320,
+        column_widths=["5%", "8%", "19%", "14%", "14%", "13%", "9%", "11%", "7%"],
+    )
     gr.Markdown("### What the run trains on")
     with gr.Row():
         include = gr.Checkbox(
@@ -149,7 +155,21 @@ def build_data_page(admin: Admin) -> DataPage:
     )
     preview = gr.Button("Preview samples", elem_id="preview")
     preview_note = gr.Markdown(elem_id="preview-note", latex_delimiters=[])
-    samples_table = table(SAMPLE_COLUMNS, "preview-table", max_height=360,
-                          column_widths=["10%", "30%", "15%", "10%", "35%"])  # fmt: skip
-    return DataPage(admin, feedback_note, feedback_table, include, since, picked, contracts, qa_files, kinds,
-                    lengths, preview, preview_note, samples_table)  # fmt: skip
+    samples_table = table(
+        SAMPLE_COLUMNS, "preview-table", max_height=360, column_widths=["10%", "30%", "15%", "10%", "35%"]
+    )
+    return DataPage(
+        admin,
+        feedback_note,
+        feedback_table,
+        include,
+        since,
+        picked,
+        contracts,
+        qa_files,
+        kinds,
+        lengths,
+        preview,
+        preview_note,
+        samples_table,
+    )

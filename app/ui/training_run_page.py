@@ -56,8 +56,22 @@ class RunsPage:
     @property
     def view(self) -> list[gr.components.Component]:
         """What `show` fills."""
-        return [self.page, self.head, self.msg, *self.plots, self.limits, self.samples, self.log, self.eval_note,
-                self.eval_table, self.eval_plot, self.runs_note, self.runs_table, self.shown, self.timer]  # fmt: skip
+        return [
+            self.page,
+            self.head,
+            self.msg,
+            *self.plots,
+            self.limits,
+            self.samples,
+            self.log,
+            self.eval_note,
+            self.eval_table,
+            self.eval_plot,
+            self.runs_note,
+            self.runs_table,
+            self.shown,
+            self.timer,
+        ]
 
     def runs_list(self) -> tuple[str, list]:
         try:
@@ -159,13 +173,27 @@ class RunsPage:
         self.then_axes(self.timer.tick(self.on_tick, [self.run_id, self.shown], self.view, show_progress="hidden"))
         for verb, action, done in (
             ("cancel", training_runs.cancel_run, lambda r: f"Run #{r.id} is {text_md(r.status)}."),
-            ("resume", training_runs.resume_run, lambda r: f"Run #{r.id} is queued again: it continues from its "
-             "last checkpoint."),
-            ("evaluate", training_runs.evaluate_run, lambda r: f"Evaluation of run #{r.id} queued: the active "
-             "model and this run read the same held-out sets."),
-            ("promote", training_runs.promote_run, lambda v: f"Promoted: model version #{v} is now active; "
-             "new readings use it (readings in flight finish on the version they began with)."),
-        ):  # fmt: skip
+            (
+                "resume",
+                training_runs.resume_run,
+                lambda r: f"Run #{r.id} is queued again: it continues from its last checkpoint.",
+            ),
+            (
+                "evaluate",
+                training_runs.evaluate_run,
+                lambda r: (
+                    f"Evaluation of run #{r.id} queued: the active model and this run read the same held-out sets."
+                ),
+            ),
+            (
+                "promote",
+                training_runs.promote_run,
+                lambda v: (
+                    f"Promoted: model version #{v} is now active; "
+                    "new readings use it (readings in flight finish on the version they began with)."
+                ),
+            ),
+        ):
             handler = self.act(action, verb, done, also)
             event = self.buttons[verb].click(handler, self.run_id, [*self.view, *also_outputs], show_progress="hidden")
             self.then_axes(event)
@@ -174,14 +202,17 @@ class RunsPage:
 def build_runs_page(admin: Admin) -> RunsPage:
     """The page's components, in the current layout context (the Runs tab)."""
     runs_note = gr.Markdown(NO_RUNS, elem_id="runs-note", latex_delimiters=[])
-    runs_table = table(RUN_COLUMNS, "runs-table", max_height=300,
-                       column_widths=["6%", "34%", "11%", "9%", "8%", "17%", "15%"])  # fmt: skip
+    runs_table = table(
+        RUN_COLUMNS, "runs-table", max_height=300, column_widths=["6%", "34%", "11%", "9%", "8%", "17%", "15%"]
+    )
     # Shown once a run is open, never hidden again: Gradio errs on plots hidden after a tab switch.
     with gr.Column(visible=False, elem_id="run-page") as page:
         head = gr.Markdown(elem_id="run-head", latex_delimiters=[])
         with gr.Row():
-            buttons = {verb: gr.Button(verb.capitalize(), size="sm", elem_id=f"run-{verb}")
-                       for verb in ("cancel", "resume", "evaluate", "promote")}  # fmt: skip
+            buttons = {
+                verb: gr.Button(verb.capitalize(), size="sm", elem_id=f"run-{verb}")
+                for verb in ("cancel", "resume", "evaluate", "promote")
+            }
         msg = gr.Markdown(elem_id="run-msg", latex_delimiters=[])
         plots = []
         for i in range(0, len(PLOTS), 2):
@@ -189,8 +220,9 @@ def build_runs_page(admin: Admin) -> RunsPage:
                 plots += [curve_plot(title, elem_id) for title, elem_id, *_ in PLOTS[i : i + 2]]
         with gr.Accordion("Latest sample rollouts: question, each step's memory, answer, reward", open=True):
             samples = gr.Markdown(elem_id="run-samples", latex_delimiters=[])
-        log = gr.Textbox(label="Log (last lines)", lines=10, max_lines=20, interactive=False, autoscroll=True,
-                         elem_id="run-log")  # fmt: skip
+        log = gr.Textbox(
+            label="Log (last lines)", lines=10, max_lines=20, interactive=False, autoscroll=True, elem_id="run-log"
+        )
         with gr.Column(elem_id="evaluation"):
             gr.Markdown("### Evaluation: the active model and this run on the same held-out sets")
             eval_note = gr.Markdown(elem_id="eval-note", latex_delimiters=[])
@@ -207,6 +239,22 @@ def build_runs_page(admin: Admin) -> RunsPage:
                 label="Answers right per held-out set: baseline and this run",
                 elem_id="eval-plot",
             )
-    return RunsPage(admin, runs_note, runs_table, page, head, buttons, msg, plots, samples, log, eval_note,
-                    eval_table, eval_plot, run_id=gr.State(None), shown=gr.State(""), limits=gr.State(None),
-                    timer=gr.Timer(2.0, active=False))  # fmt: skip
+    return RunsPage(
+        admin,
+        runs_note,
+        runs_table,
+        page,
+        head,
+        buttons,
+        msg,
+        plots,
+        samples,
+        log,
+        eval_note,
+        eval_table,
+        eval_plot,
+        run_id=gr.State(None),
+        shown=gr.State(""),
+        limits=gr.State(None),
+        timer=gr.Timer(2.0, active=False),
+    )

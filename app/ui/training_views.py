@@ -16,28 +16,71 @@ from app.services.training_runs import DataOverview, DataSelection, EvalProgress
 from app.settings import Settings
 from app.ui.text import fmt_seconds, text_md
 
-FEEDBACK_COLUMNS = ["#", "Verdict", "Question", "Model answer", "Corrected answer", "Document", "User",
-                    "Date (UTC)", "Held out"]  # fmt: skip
+FEEDBACK_COLUMNS = [
+    "#",
+    "Verdict",
+    "Question",
+    "Model answer",
+    "Corrected answer",
+    "Document",
+    "User",
+    "Date (UTC)",
+    "Held out",
+]
 SAMPLE_COLUMNS = ["Source", "Question", "Answers", "Document tokens", "Document begins"]
 RUN_COLUMNS = ["#", "Name", "Status", "Step", "Queue", "Started (UTC)", "ETA"]
-EVAL_COLUMNS = ["Set", "Length / category", "Kind", "n", "Baseline: answers right", "This run: answers right",
-                "Change", "Baseline: exact answers", "This run: exact answers"]  # fmt: skip
-MODEL_COLUMNS = ["#", "Version", "Active", "Lineage", "Answers right on held-out sets (gold in answer)",
-                 "Weights (engine)", "Created (UTC)"]  # fmt: skip
+EVAL_COLUMNS = [
+    "Set",
+    "Length / category",
+    "Kind",
+    "n",
+    "Baseline: answers right",
+    "This run: answers right",
+    "Change",
+    "Baseline: exact answers",
+    "This run: exact answers",
+]
+MODEL_COLUMNS = [
+    "#",
+    "Version",
+    "Active",
+    "Lineage",
+    "Answers right on held-out sets (gold in answer)",
+    "Weights (engine)",
+    "Created (UTC)",
+]
 #: the metrics in words, as the Models and Runs pages explain them
-ANSWERS_RIGHT = ("Answers right: the gold (expected) answer is in the model's answer, or the answer in the gold; "
-                 "exact answers: the answer is the gold one.")  # fmt: skip
+ANSWERS_RIGHT = (
+    "Answers right: the gold (expected) answer is in the model's answer, or the answer in the gold; "
+    "exact answers: the answer is the gold one."
+)
 #: the run page's curves, one metric each: (title, elem_id, phase or None for both, metrics.jsonl key)
-PLOTS = [("Reward (mean over the rollouts)", "plot-reward", "rl", "reward"),
-         ("Accuracy (exact match)", "plot-accuracy", "rl", "accuracy"),
-         ("Loss (SFT warm start)", "plot-sft-loss", "sft", "loss"), ("Loss (RL)", "plot-rl-loss", "rl", "loss"),
-         ("KL to the reference", "plot-kl", "rl", "kl"), ("Clip fraction", "plot-clip", "rl", "clip_fraction"),
-         ("Groups filtered (all rewards equal)", "plot-filtered", "rl", "groups_filtered"),
-         ("Tokens per second", "plot-tokens", None, "tokens_per_s")]  # fmt: skip
+PLOTS = [
+    ("Reward (mean over the rollouts)", "plot-reward", "rl", "reward"),
+    ("Accuracy (exact match)", "plot-accuracy", "rl", "accuracy"),
+    ("Loss (SFT warm start)", "plot-sft-loss", "sft", "loss"),
+    ("Loss (RL)", "plot-rl-loss", "rl", "loss"),
+    ("KL to the reference", "plot-kl", "rl", "kl"),
+    ("Clip fraction", "plot-clip", "rl", "clip_fraction"),
+    ("Groups filtered (all rewards equal)", "plot-filtered", "rl", "groups_filtered"),
+    ("Tokens per second", "plot-tokens", None, "tokens_per_s"),
+]
 #: the New run form, three a row: RunParams fields, and TrainConfig fields it sets through `extra`
 #: (DataConfig's under "data"). No reading sizes: a run trains at its start version's (reading_config).
-FORM = ("sft_steps", "sft_samples_per_step", "sft_learning_rate", "sft_carry", "rl_steps", "samples_per_step",
-        "group_size", "learning_rate", "temperature", "kl_coef", "mix_feedback", "save_every")  # fmt: skip
+FORM = (
+    "sft_steps",
+    "sft_samples_per_step",
+    "sft_learning_rate",
+    "sft_carry",
+    "rl_steps",
+    "samples_per_step",
+    "group_size",
+    "learning_rate",
+    "temperature",
+    "kl_coef",
+    "mix_feedback",
+    "save_every",
+)
 EXTRA = {"sft_samples_per_step", "sft_carry"}
 DATA = {"mix_feedback"}
 FLOATS = {"learning_rate", "sft_learning_rate", "temperature", "kl_coef", "mix_feedback"}
@@ -68,9 +111,20 @@ def one_line(value: str | None, limit: int = 200) -> str:
 
 
 def feedback_rows(overview: DataOverview) -> list[list[object]]:
-    return [[f.id, f.verdict, one_line(f.question), one_line(f.answer), one_line(f.corrected_answer),
-             one_line(f.document_title, 80), f.username, _when(f.created_at), "yes" if f.held_out else "no"]
-            for f in overview.feedback]  # fmt: skip
+    return [
+        [
+            f.id,
+            f.verdict,
+            one_line(f.question),
+            one_line(f.answer),
+            one_line(f.corrected_answer),
+            one_line(f.document_title, 80),
+            f.username,
+            _when(f.created_at),
+            "yes" if f.held_out else "no",
+        ]
+        for f in overview.feedback
+    ]
 
 
 def describe_feedback(overview: DataOverview) -> str:
@@ -108,10 +162,15 @@ def parse_selection(
         sizes = tuple(int(x) for x in (lengths or "").replace(",", " ").split())
     except ValueError:
         raise ValueError(f"lengths: {lengths!r} is not a list of whole numbers, e.g. 1024, 2048") from None
-    return DataSelection(include_feedback=bool(include), feedback_since=day,
-                         feedback_ids=tuple(int(i) for i in feedback_ids) if feedback_ids else None,
-                         contracts=bool(contracts), qa_files=tuple(qa_files or ()),
-                         synthetic_kinds=tuple(kinds or ()), lengths=sizes)  # fmt: skip
+    return DataSelection(
+        include_feedback=bool(include),
+        feedback_since=day,
+        feedback_ids=tuple(int(i) for i in feedback_ids) if feedback_ids else None,
+        contracts=bool(contracts),
+        qa_files=tuple(qa_files or ()),
+        synthetic_kinds=tuple(kinds or ()),
+        lengths=sizes,
+    )
 
 
 def parse_params(values: dict[str, float | None]) -> RunParams:
@@ -124,8 +183,18 @@ def parse_params(values: dict[str, float | None]) -> RunParams:
 
 
 def run_rows(runs: list[RunView]) -> list[list[object]]:
-    return [[r.id, r.name, r.status, f"{r.step}/{r.total_steps}", r.queue_position or "", _when(r.started_at),
-             fmt_seconds(r.eta_s) if r.status == "running" and r.eta_s is not None else ""] for r in runs]  # fmt: skip
+    return [
+        [
+            r.id,
+            r.name,
+            r.status,
+            f"{r.step}/{r.total_steps}",
+            r.queue_position or "",
+            _when(r.started_at),
+            fmt_seconds(r.eta_s) if r.status == "running" and r.eta_s is not None else "",
+        ]
+        for r in runs
+    ]
 
 
 def describe_run(r: RunView) -> str:
@@ -143,8 +212,11 @@ def describe_run(r: RunView) -> str:
     elif r.status in ("cancelled", "failed"):
         if r.error:
             line += f"  \nError: {error_line(r.error)}" + (" (the log below has the rest)" if "\n" in r.error else "")
-        line += ("  \n**Resume** continues from its last checkpoint." if r.resumable else
-                 "  \n**Resume** starts it again (no checkpoint was saved).")  # fmt: skip
+        line += (
+            "  \n**Resume** continues from its last checkpoint."
+            if r.resumable
+            else "  \n**Resume** starts it again (no checkpoint was saved)."
+        )
     elif r.status == "done":
         line += f" · finished {_when(r.finished_at)} UTC" if r.finished_at else ""
         if r.version_id:
@@ -163,9 +235,16 @@ def error_line(error: str) -> str:
 
 def curves(rows: list[dict[str, Any]]) -> list[pd.DataFrame]:
     """One long frame (step, value, metric) per PLOTS entry. Only the frames change: see curve_plot."""
-    return [curve_frame([{"step": m["step"], "value": float(m[key]), "metric": key} for m in rows
-                         if phase in (None, m.get("phase")) and isinstance(m.get(key), int | float)])
-            for _, _, phase, key in PLOTS]  # fmt: skip
+    return [
+        curve_frame(
+            [
+                {"step": m["step"], "value": float(m[key]), "metric": key}
+                for m in rows
+                if phase in (None, m.get("phase")) and isinstance(m.get(key), int | float)
+            ]
+        )
+        for _, _, phase, key in PLOTS
+    ]
 
 
 def curve_frame(points: list[dict[str, Any]]) -> pd.DataFrame:
@@ -187,8 +266,9 @@ def curve_plot(title: str, elem_id: str) -> gr.ScatterPlot:
     """A curve's plot: points, which show however few steps there are (a LinePlot draws its points only under
     the pointer, so a one-step curve is empty); y in up to 4 significant digits (Gradio's default shows 6
     decimals). Its axes come from `curve_axes`, sent after the data (see there)."""
-    return gr.ScatterPlot(curve_frame([]), x="step", y="value", label=title, x_axis_format="d",
-                          y_axis_format=".4~g", elem_id=elem_id)  # fmt: skip
+    return gr.ScatterPlot(
+        curve_frame([]), x="step", y="value", label=title, x_axis_format="d", y_axis_format=".4~g", elem_id=elem_id
+    )
 
 
 def curve_axes(frames: list[pd.DataFrame], total_steps: int) -> list[dict[str, Any]]:
@@ -199,8 +279,10 @@ def curve_axes(frames: list[pd.DataFrame], total_steps: int) -> list[dict[str, A
     data leave them keep the redrawing rare. x: 0 to past the last step, at least MIN_STEPS_SHOWN wide (whole-
     step ticks, no point on the edge); y: 0 to 1 for FRACTIONS, else the data's range widened to round values."""
     x_lim = [0, max(MIN_STEPS_SHOWN, total_steps + 1)]
-    return [gr.update(x_lim=x_lim, y_lim=FRACTION_LIM if key in FRACTIONS else round_range(frame["value"].tolist()))
-            for frame, (_, _, _, key) in zip(frames, PLOTS, strict=True)]  # fmt: skip
+    return [
+        gr.update(x_lim=x_lim, y_lim=FRACTION_LIM if key in FRACTIONS else round_range(frame["value"].tolist()))
+        for frame, (_, _, _, key) in zip(frames, PLOTS, strict=True)
+    ]
 
 
 def round_range(values: list[float]) -> list[float]:
@@ -241,8 +323,11 @@ def eval_view(
     the table's order. `done`: the run is; `progress`: how far a running evaluation is; `selection`: the
     run's data (whether it had held-out feedback)."""
     if not evaluation:
-        note = ("Not evaluated yet: **Evaluate** reads the held-out sets with the active model and with this run."
-                if done else "A run is evaluated once it is done.")  # fmt: skip
+        note = (
+            "Not evaluated yet: **Evaluate** reads the held-out sets with the active model and with this run."
+            if done
+            else "A run is evaluated once it is done."
+        )
         return note, gr.update(value=[], visible=False), bars_frame([])
     state = evaluation.get("status")
     if state == "running":
@@ -255,10 +340,14 @@ def eval_view(
             "**Evaluate** tries again."
         )
     else:
-        labels = [version_label((evaluation.get(side) or {}).get("label") or name) for side, name in
-                  (("baseline", "the active model"), ("candidate", "this run"))]  # fmt: skip
-        note = (f"Baseline: {text_md(labels[0])}; this run: {text_md(labels[1])}. {ANSWERS_RIGHT}  \n"
-                f"{held_out_text(evaluation, selection)}{misses_text(evaluation)}")  # fmt: skip
+        labels = [
+            version_label((evaluation.get(side) or {}).get("label") or name)
+            for side, name in (("baseline", "the active model"), ("candidate", "this run"))
+        ]
+        note = (
+            f"Baseline: {text_md(labels[0])}; this run: {text_md(labels[1])}. {ANSWERS_RIGHT}  \n"
+            f"{held_out_text(evaluation, selection)}{misses_text(evaluation)}"
+        )
     base, candidate = _sets(evaluation.get("baseline")), _sets(evaluation.get("candidate"))
     mixed = {r.get("group") for r in candidate if r.get("kind") == "all"}  # several kinds: plot their `all` row
     rows, points = [], []
@@ -266,11 +355,25 @@ def eval_view(
         key = (c.get("suite"), c.get("group"), c.get("kind"))
         b = next((r for r in base if (r.get("suite"), r.get("group"), r.get("kind")) == key), {})
         change = f"{c['sub_em'] - b['sub_em']:+.1%}" if "sub_em" in b and "sub_em" in c else ""
-        rows.append([key[0], set_label(key[1]), key[2], c.get("n", ""), _pct(b.get("sub_em")), _pct(c.get("sub_em")),
-                     change, _pct(b.get("exact_match")), _pct(c.get("exact_match"))])  # fmt: skip
+        rows.append(
+            [
+                key[0],
+                set_label(key[1]),
+                key[2],
+                c.get("n", ""),
+                _pct(b.get("sub_em")),
+                _pct(c.get("sub_em")),
+                change,
+                _pct(b.get("exact_match")),
+                _pct(c.get("exact_match")),
+            ]
+        )
         if key[1] not in mixed or key[2] == "all":
-            points += [{"set": f"{set_label(key[1])} · {name}", "sub_em": float(side["sub_em"]), "model": name}
-                       for side, name in ((b, "baseline"), (c, "this run")) if "sub_em" in side]  # fmt: skip
+            points += [
+                {"set": f"{set_label(key[1])} · {name}", "sub_em": float(side["sub_em"]), "model": name}
+                for side, name in ((b, "baseline"), (c, "this run"))
+                if "sub_em" in side
+            ]
     return note, gr.update(value=rows, visible=bool(rows)), bars_frame(points)
 
 
@@ -285,8 +388,11 @@ def eval_progress_text(p: EvalProgress | None) -> str:
 
 
 #: where a miss happened (training/misses.py), as `longread eval` reports it per suite
-MISS_LABELS = (("never-entered", "never entered the memory"), ("overwritten", "entered, then overwritten"),
-               ("answer-missed", "in the final memory, answer missed"))  # fmt: skip
+MISS_LABELS = (
+    ("never-entered", "never entered the memory"),
+    ("overwritten", "entered, then overwritten"),
+    ("answer-missed", "in the final memory, answer missed"),
+)
 
 
 def misses_text(evaluation: dict[str, Any]) -> str:
@@ -314,11 +420,15 @@ def held_out_text(evaluation: dict[str, Any], selection: dict[str, Any] | None) 
     elif not selection.get("include_feedback"):
         why = "no feedback was selected for this run"
     elif not counts.get("held_out"):
-        why = (f"none of the {counts.get('train', 0)} selected feedback readings was on a held-out document "
-               "(every fifth document)")  # fmt: skip
+        why = (
+            f"none of the {counts.get('train', 0)} selected feedback readings was on a held-out document "
+            "(every fifth document)"
+        )
     else:
-        why = (f"none of the {counts['held_out']} held-out feedback readings has an answer to score (an answer "
-               "judged incorrect needs a corrected one)")  # fmt: skip
+        why = (
+            f"none of the {counts['held_out']} held-out feedback readings has an answer to score (an answer "
+            "judged incorrect needs a corrected one)"
+        )
     return f"No held-out feedback: {why}."
 
 
@@ -376,14 +486,31 @@ def model_rows(settings: Settings, versions: list[dict[str, Any]]) -> list[list[
     """The registry: the base first (active when no version is), then every version, by its label
     (version_label); the lineage keeps the stored names, as the API and `longread models` give them."""
     none_active = not any(v["active"] for v in versions)
-    rows: list[list[object]] = [[0, base_label(settings), "● active" if none_active else "",
-                                 "the settings' model (LONGREAD_MODEL)", "", f"{settings.model} ({settings.engine})",
-                                 ""]]  # fmt: skip
+    rows: list[list[object]] = [
+        [
+            0,
+            base_label(settings),
+            "● active" if none_active else "",
+            "the settings' model (LONGREAD_MODEL)",
+            "",
+            f"{settings.model} ({settings.engine})",
+            "",
+        ]
+    ]
     for v in versions:
         metrics = "; ".join(f"{set_label(k)}: {x:.0%}" for k, x in v["key_metrics"].items())
         weights = (f"{v['base_model']} + LoRA adapter" if v["adapter_path"] else v["base_model"]) + (
             f" ({v['engine']})" if v["engine"] else ""
         )
-        rows.append([v["id"], version_label(v["name"]), "● active" if v["active"] else "", " → ".join(v["lineage"]),
-                     metrics, weights, v["created_at"][:16].replace("T", " ")])  # fmt: skip
+        rows.append(
+            [
+                v["id"],
+                version_label(v["name"]),
+                "● active" if v["active"] else "",
+                " → ".join(v["lineage"]),
+                metrics,
+                weights,
+                v["created_at"][:16].replace("T", " "),
+            ]
+        )
     return rows

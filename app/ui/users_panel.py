@@ -48,9 +48,17 @@ class UsersPanel:
         if note is None:
             return Listed([], gr.update(choices=[], value=None), "")
         listed = users.list_users(self.settings, self.me())
-        rows = [[u.id, u.username, u.role, "disabled" if u.disabled else "active",
-                 "yes" if u.has_password else "no (cannot sign in)",
-                 f"{u.created_at:%Y-%m-%d %H:%M}" if u.created_at else ""] for u in listed]  # fmt: skip
+        rows = [
+            [
+                u.id,
+                u.username,
+                u.role,
+                "disabled" if u.disabled else "active",
+                "yes" if u.has_password else "no (cannot sign in)",
+                f"{u.created_at:%Y-%m-%d %H:%M}" if u.created_at else "",
+            ]
+            for u in listed
+        ]
         return Listed(rows, gr.update(choices=[(u.username, u.id) for u in listed], value=None), note)
 
     def _shown(self, note: str | None, password: Any) -> dict:
@@ -136,7 +144,8 @@ def build_users_panel(settings: Settings, me: Callable[[], UserView | None]) -> 
             enable = gr.Button("Enable", size="sm", elem_id="enable-user")
         msg = gr.Markdown(elem_id="users-msg", latex_delimiters=[])
     buttons = {"add": add, "change-role": change_role, "disable": disable, "enable": enable}
-    panel = UsersPanel(settings, me, box, Listed(table, pick_user, msg), new_name, new_password, new_role, pick_role,
-                       buttons)  # fmt: skip
+    panel = UsersPanel(
+        settings, me, box, Listed(table, pick_user, msg), new_name, new_password, new_role, pick_role, buttons
+    )
     panel.connect()
     return panel

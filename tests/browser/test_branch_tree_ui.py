@@ -27,8 +27,10 @@ def _tree(page) -> list[str]:
 def test_branches_are_listed_as_a_tree_and_any_one_opens(ui_page, ui_server, tokenizer) -> None:
     page = ui_page
     dialogs, stray = watch(page, ui_server.url)
-    doc = page.request.post(ui_server.url + "/api/documents", multipart={"file": {
-        "name": "tree.txt", "mimeType": "text/plain", "buffer": TEXT.encode()}}).json()  # fmt: skip
+    doc = page.request.post(
+        ui_server.url + "/api/documents",
+        multipart={"file": {"name": "tree.txt", "mimeType": "text/plain", "buffer": TEXT.encode()}},
+    ).json()
     settings = Settings(data_dir=ui_server.data_dir)
     from app.db import session_scope
     from app.models import Document
@@ -67,12 +69,14 @@ def test_branches_are_listed_as_a_tree_and_any_one_opens(ui_page, ui_server, tok
     # Any one opens: the branch of the original at step 3 (queued), then the original itself.
     page.locator("#branches [role=gridcell]").filter(has_text=f"#{c} branch at step 3").first.click()
     page.locator("#branches [role=gridcell]").filter(has_text=f"#{c} branch at step 3 ◀ open").first.wait_for(
-        timeout=30_000)  # fmt: skip
+        timeout=30_000
+    )
     page.locator("#status").get_by_text("Queued").wait_for(timeout=30_000)
     page.locator("#branches [role=gridcell]").filter(has_text=f"#{original} original").first.click()
     page.locator("#status").get_by_text("Done").wait_for(timeout=30_000)
     assert page.locator("#answer textarea").input_value() == "ships 1 to 4"
-    page.locator("#branches [role=gridcell]").filter(has_text=f"#{original} original: Which ships were logged? ◀ open"
-                                                     ).first.wait_for(timeout=30_000)  # fmt: skip
+    page.locator("#branches [role=gridcell]").filter(
+        has_text=f"#{original} original: Which ships were logged? ◀ open"
+    ).first.wait_for(timeout=30_000)
     assert not page.locator("#branches b").count()  # the edited memory's tag is nowhere as HTML
     assert not dialogs and not stray and not page.page_errors, (dialogs, stray, page.page_errors)

@@ -30,8 +30,10 @@ IMG = "<img src=x onerror=alert(5)>"  # no slash: it stays in a file name
 
 
 def _upload(page, server, name: str, data: bytes) -> dict:
-    return page.request.post(server.url + "/api/documents", multipart={"file": {
-        "name": name, "mimeType": "application/octet-stream", "buffer": data}}).json()  # fmt: skip
+    return page.request.post(
+        server.url + "/api/documents",
+        multipart={"file": {"name": name, "mimeType": "application/octet-stream", "buffer": data}},
+    ).json()
 
 
 def _text(server, document_id: int) -> str:
@@ -293,8 +295,22 @@ def test_a_refused_ask_leaves_a_live_reading_running(ui_page, ui_server) -> None
         for c in later:
             s.delete(c)
         s.flush()
-        step3 = {k: getattr(later[0], k) for k in ("step", "memory", "start_token", "end_token", "start_char",
-                 "end_char", "first_page", "last_page", "prompt_tokens", "completion_tokens", "seconds")}  # fmt: skip
+        step3 = {
+            k: getattr(later[0], k)
+            for k in (
+                "step",
+                "memory",
+                "start_token",
+                "end_token",
+                "start_char",
+                "end_char",
+                "first_page",
+                "last_page",
+                "prompt_tokens",
+                "completion_tokens",
+                "seconds",
+            )
+        }
 
     _open_page(page, ui_server)
     _choose(page, doc["id"])
@@ -310,7 +326,8 @@ def test_a_refused_ask_leaves_a_live_reading_running(ui_page, ui_server) -> None
     with session_scope(url) as s:  # the worker stores step 3: the view follows it
         s.add(Checkpoint(reading_id=reading_id, **step3))
         s.get(Reading, reading_id).cursor = 3
-    page.wait_for_function("() => document.querySelector('#memory textarea').value.startsWith('ship 2')",
-                           timeout=30_000)  # fmt: skip
+    page.wait_for_function(
+        "() => document.querySelector('#memory textarea').value.startsWith('ship 2')", timeout=30_000
+    )
     assert "chunk 3" in page.locator("#memory label").inner_text()
     assert not page.page_errors, page.page_errors

@@ -25,15 +25,39 @@ def _done_reading(server, document_id: int) -> int:
     url = Settings(data_dir=server.data_dir).resolved_database_url
     with session_scope(url) as s:
         now = datetime.now(UTC)
-        r = Reading(document_id=document_id, model="smollm2", chunk_tokens=128, memory_tokens=48, answer_tokens=32,
-                    template_set="memagent", question="How much is the rent?", status=ReadingStatus.done, cursor=1,
-                    total_chunks=1, started_at=now - timedelta(seconds=4), finished_at=now,
-                    answer="eight crowns")  # fmt: skip
+        r = Reading(
+            document_id=document_id,
+            model="smollm2",
+            chunk_tokens=128,
+            memory_tokens=48,
+            answer_tokens=32,
+            template_set="memagent",
+            question="How much is the rent?",
+            status=ReadingStatus.done,
+            cursor=1,
+            total_chunks=1,
+            started_at=now - timedelta(seconds=4),
+            finished_at=now,
+            answer="eight crowns",
+        )
         s.add(r)
         s.flush()
-        s.add(Checkpoint(reading_id=r.id, step=1, memory="rent: eight crowns", start_token=0, end_token=100,
-                         start_char=0, end_char=100, first_page=1, last_page=1, prompt_tokens=100,
-                         completion_tokens=10, seconds=1.0))  # fmt: skip
+        s.add(
+            Checkpoint(
+                reading_id=r.id,
+                step=1,
+                memory="rent: eight crowns",
+                start_token=0,
+                end_token=100,
+                start_char=0,
+                end_char=100,
+                first_page=1,
+                last_page=1,
+                prompt_tokens=100,
+                completion_tokens=10,
+                seconds=1.0,
+            )
+        )
         return r.id
 
 
@@ -44,8 +68,10 @@ def _feedback(page) -> str:
 def test_feedback_on_an_answer_and_cancel_and_resume(ui_page, ui_server) -> None:
     page = ui_page
     dialogs, stray = watch(page, ui_server.url)
-    doc = page.request.post(ui_server.url + "/api/documents", multipart={"file": {
-        "name": "lease.txt", "mimeType": "text/plain", "buffer": TEXT.encode()}}).json()  # fmt: skip
+    doc = page.request.post(
+        ui_server.url + "/api/documents",
+        multipart={"file": {"name": "lease.txt", "mimeType": "text/plain", "buffer": TEXT.encode()}},
+    ).json()
     reading_id = _done_reading(ui_server, doc["id"])
 
     page.goto(ui_server.url + "/")
@@ -73,7 +99,8 @@ def test_feedback_on_an_answer_and_cancel_and_resume(ui_page, ui_server) -> None
 
     stored = page.request.get(f"{ui_server.url}/api/readings/{reading_id}/feedback").json()
     assert [(f["verdict"], f["corrected_answer"], f["comment"]) for f in stored] == [
-        ("incorrect", f"nine crowns {IMG}", f"see clause 1 {MD_IMG} **bold**")]  # fmt: skip
+        ("incorrect", f"nine crowns {IMG}", f"see clause 1 {MD_IMG} **bold**")
+    ]
     exported = page.request.get(ui_server.url + "/api/feedback/export").text()
     assert f'"reading_id": {reading_id}' in exported and '"verdict": "incorrect"' in exported
 

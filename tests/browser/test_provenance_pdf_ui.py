@@ -38,18 +38,44 @@ def _seed(url: str, document_id: int) -> tuple[int, str, int, int]:
         a, b = next((starts[1] + a, starts[1] + b) for a, b in sentences(p2) if len(p2[a:b].split()) >= 25)
         fact = " ".join(text[a:b].split())
         now = datetime.now(UTC)
-        r = Reading(document_id=document_id, model="smollm2", chunk_tokens=512, memory_tokens=128, answer_tokens=32,
-                    template_set="memagent", question="What do Gross Sales exclude?", status=ReadingStatus.done,
-                    cursor=2, total_chunks=2, started_at=now - timedelta(seconds=5), finished_at=now,
-                    answer="Revenue from sales taxes.")  # fmt: skip
+        r = Reading(
+            document_id=document_id,
+            model="smollm2",
+            chunk_tokens=512,
+            memory_tokens=128,
+            answer_tokens=32,
+            template_set="memagent",
+            question="What do Gross Sales exclude?",
+            status=ReadingStatus.done,
+            cursor=2,
+            total_chunks=2,
+            started_at=now - timedelta(seconds=5),
+            finished_at=now,
+            answer="Revenue from sales taxes.",
+        )
         s.add(r)
         s.flush()
-        memories = [("Licensed Products are defined.", 0, starts[1]),
-                    ("Licensed Products are defined. " + fact, starts[1], starts[2])]  # fmt: skip
+        memories = [
+            ("Licensed Products are defined.", 0, starts[1]),
+            ("Licensed Products are defined. " + fact, starts[1], starts[2]),
+        ]
         for k, (memory, start, end) in enumerate(memories, 1):
-            s.add(Checkpoint(reading_id=r.id, step=k, memory=memory, start_token=0, end_token=1, start_char=start,
-                             end_char=end, first_page=k, last_page=k, prompt_tokens=100, completion_tokens=10,
-                             seconds=1.0))  # fmt: skip
+            s.add(
+                Checkpoint(
+                    reading_id=r.id,
+                    step=k,
+                    memory=memory,
+                    start_token=0,
+                    end_token=1,
+                    start_char=start,
+                    end_char=end,
+                    first_page=k,
+                    last_page=k,
+                    prompt_tokens=100,
+                    completion_tokens=10,
+                    seconds=1.0,
+                )
+            )
         return r.id, fact, a, b
 
 
@@ -60,8 +86,15 @@ def _pixel_rects(fact: str) -> list[tuple[int, int, int, int]]:
     textpage, height = page.get_textpage(), page.get_height()
     index, count = textpage.search(" ".join(fact.split()[1:6])).get_next()
     rects = [textpage.get_rect(i) for i in range(textpage.count_rects(index, count))]
-    return [(round(x0 * SCALE) + 1, round((height - y1) * SCALE) + 1, round(x1 * SCALE) - 1,
-             round((height - y0) * SCALE) - 1) for x0, y0, x1, y1 in rects]  # fmt: skip
+    return [
+        (
+            round(x0 * SCALE) + 1,
+            round((height - y1) * SCALE) + 1,
+            round(x1 * SCALE) - 1,
+            round((height - y0) * SCALE) - 1,
+        )
+        for x0, y0, x1, y1 in rects
+    ]
 
 
 #: the share of a box's pixels in the image that are the highlight's yellow (over paper, not ink)
@@ -77,8 +110,10 @@ YELLOW_SHARE = """(img, box) => {
 def test_an_answer_opens_its_passage_highlighted_on_the_pdf_page(ui_page, ui_server) -> None:
     page = ui_page
     dialogs, stray = watch(page, ui_server.url)
-    doc = page.request.post(ui_server.url + "/api/documents", multipart={"file": {
-        "name": "contract.pdf", "mimeType": "application/pdf", "buffer": CONTRACT.read_bytes()}}).json()  # fmt: skip
+    doc = page.request.post(
+        ui_server.url + "/api/documents",
+        multipart={"file": {"name": "contract.pdf", "mimeType": "application/pdf", "buffer": CONTRACT.read_bytes()}},
+    ).json()
     assert doc["format"] == "pdf"
     _, fact, start, end = _seed(Settings(data_dir=ui_server.data_dir).resolved_database_url, doc["id"])
 
@@ -104,8 +139,10 @@ def test_an_answer_opens_its_passage_highlighted_on_the_pdf_page(ui_page, ui_ser
     img = page.locator("#source-page img")
     img.wait_for(timeout=30_000)
     assert img.get_attribute("src") == f"/api/documents/{doc['id']}/pages/2.png?start={start}&end={end}"
-    page.wait_for_function("() => { const i = document.querySelector('#source-page img');"
-                           " return i && i.complete && i.naturalWidth > 0; }", timeout=30_000)  # fmt: skip
+    page.wait_for_function(
+        "() => { const i = document.querySelector('#source-page img'); return i && i.complete && i.naturalWidth > 0; }",
+        timeout=30_000,
+    )
     width, height = img.evaluate("i => [i.naturalWidth, i.naturalHeight]")
     assert 800 < width < 1000 and height > width  # a portrait page at 108 dpi
     boxes = _pixel_rects(fact)

@@ -97,8 +97,9 @@ def test_a_question_asked_in_the_browser_is_read_at_the_active_versions_sizes(pa
     page.locator("#ask").click()
     page.locator("#status").get_by_text("Done").wait_for(timeout=READ_TIMEOUT_S * 1000)
     doc_id = page.request.get(url + "/api/documents").json()[0]["id"]
-    (reading,) = [r for r in page.request.get(f"{url}/api/documents/{doc_id}/readings").json()
-                  if r["question"] == QUESTION]  # fmt: skip
+    (reading,) = [
+        r for r in page.request.get(f"{url}/api/documents/{doc_id}/readings").json() if r["question"] == QUESTION
+    ]
     assert (reading["model"], reading["chunk_tokens"], reading["memory_tokens"]) == ("reader-512", 512, 64), reading
     expected = math.ceil(tokens / 512)
     assert page.locator("#status").inner_text().startswith(f"Done: read {expected} chunks"), (

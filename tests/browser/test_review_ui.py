@@ -26,8 +26,12 @@ CONTRACT = DATA_DIR / "contracts" / "pdf" / "cuad-003.pdf"  # a mutual terminati
 def review_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """The app with its worker on the in-process engine (no vLLM start) and chunks that read the contract in 2
     steps: 41 questions in a couple of minutes on a CPU."""
-    env = {"LONGREAD_ENGINE": "transformers", "LONGREAD_CHUNK_TOKENS": "384", "LONGREAD_MEMORY_TOKENS": "32",
-           "LONGREAD_ANSWER_TOKENS": "16"}  # fmt: skip
+    env = {
+        "LONGREAD_ENGINE": "transformers",
+        "LONGREAD_CHUNK_TOKENS": "384",
+        "LONGREAD_MEMORY_TOKENS": "32",
+        "LONGREAD_ANSWER_TOKENS": "16",
+    }
     yield from _serve(tmp_path_factory, env=env)
 
 
@@ -39,8 +43,10 @@ def review_page(chromium, review_server):
 def test_review_a_contract_open_a_rows_passage_and_download_csv(review_page, review_server) -> None:
     page, url = review_page, review_server.url
     dialogs, stray = watch(page, url)
-    doc = page.request.post(url + "/api/documents", multipart={"file": {
-        "name": "termination.pdf", "mimeType": "application/pdf", "buffer": CONTRACT.read_bytes()}}).json()  # fmt: skip
+    doc = page.request.post(
+        url + "/api/documents",
+        multipart={"file": {"name": "termination.pdf", "mimeType": "application/pdf", "buffer": CONTRACT.read_bytes()}},
+    ).json()
     assert doc["format"] == "pdf" and doc["pages"] == 2
 
     page.goto(url + "/")
@@ -76,8 +82,10 @@ def test_review_a_contract_open_a_rows_passage_and_download_csv(review_page, rev
     img.wait_for(timeout=30_000)
     src = img.get_attribute("src")  # the page with the passage's characters highlighted on it
     assert src.split("?")[0] in (f"/api/documents/{doc['id']}/pages/{n}.png" for n in (1, 2)) and "start=" in src
-    page.wait_for_function("() => { const i = document.querySelector('#review-page img');"
-                           " return i && i.complete && i.naturalWidth > 0; }", timeout=30_000)  # fmt: skip
+    page.wait_for_function(
+        "() => { const i = document.querySelector('#review-page img'); return i && i.complete && i.naturalWidth > 0; }",
+        timeout=30_000,
+    )
     page.locator("#review-box").screenshot(path=str(ARTIFACTS / "ui-review.png"))
 
     # The whole table as CSV.

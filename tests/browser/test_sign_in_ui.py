@@ -20,9 +20,15 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
 @pytest.fixture(scope="module")
 def prod_server(tmp_path_factory, postgres_url) -> Iterator[LiveServer]:
-    yield from _serve(tmp_path_factory, "--no-worker", env={
-        "LONGREAD_MODE": "production", "LONGREAD_SECRET_KEY": SECRET, "LONGREAD_DATABASE_URL": postgres_url,
-    })  # fmt: skip
+    yield from _serve(
+        tmp_path_factory,
+        "--no-worker",
+        env={
+            "LONGREAD_MODE": "production",
+            "LONGREAD_SECRET_KEY": SECRET,
+            "LONGREAD_DATABASE_URL": postgres_url,
+        },
+    )
 
 
 @pytest.fixture(scope="module")

@@ -25,10 +25,15 @@ pytestmark = pytest.mark.browser
 SCRIPT = "<script>alert('chunk')</script>"
 IMG = "<img src=http://127.0.0.1:9/t.png onerror=alert(7)>"
 MD_IMG = "![pwn](http://127.0.0.1:9/tm.png)"
-MEMORIES = ["ship 1 logged", f"ship 1 logged, ship 2 {IMG}", f"ship 2 {IMG}, ship 3 {MD_IMG}",
-            f"ship 3 {MD_IMG}, ship 4 near island 4"]  # fmt: skip
-TEXT = "\n\n".join(f"Part {i}. The keeper logged ship {i} near island {i}. {SCRIPT if i == 2 else ''}" * 6
-                   for i in range(1, 5))  # fmt: skip
+MEMORIES = [
+    "ship 1 logged",
+    f"ship 1 logged, ship 2 {IMG}",
+    f"ship 2 {IMG}, ship 3 {MD_IMG}",
+    f"ship 3 {MD_IMG}, ship 4 near island 4",
+]
+TEXT = "\n\n".join(
+    f"Part {i}. The keeper logged ship {i} near island {i}. {SCRIPT if i == 2 else ''}" * 6 for i in range(1, 5)
+)
 
 
 def _seed(server, document_id: int, text: str, memories: list[str] = MEMORIES) -> int:
@@ -38,16 +43,40 @@ def _seed(server, document_id: int, text: str, memories: list[str] = MEMORIES) -
     spans = [(i * quarter, (i + 1) * quarter if i < 3 else len(text)) for i in range(4)]
     with session_scope(url) as s:
         now = datetime.now(UTC)
-        r = Reading(document_id=document_id, model="smollm2", chunk_tokens=128, memory_tokens=48, answer_tokens=32,
-                    template_set="memagent", question="Which ships were logged?", status=ReadingStatus.done,
-                    cursor=4, total_chunks=4, started_at=now - timedelta(seconds=9), finished_at=now,
-                    answer="ships 1 to 4")  # fmt: skip
+        r = Reading(
+            document_id=document_id,
+            model="smollm2",
+            chunk_tokens=128,
+            memory_tokens=48,
+            answer_tokens=32,
+            template_set="memagent",
+            question="Which ships were logged?",
+            status=ReadingStatus.done,
+            cursor=4,
+            total_chunks=4,
+            started_at=now - timedelta(seconds=9),
+            finished_at=now,
+            answer="ships 1 to 4",
+        )
         s.add(r)
         s.flush()
         for k, ((start, end), memory) in enumerate(zip(spans, memories), 1):
-            s.add(Checkpoint(reading_id=r.id, step=k, memory=memory, start_token=(k - 1) * 100, end_token=k * 100,
-                             start_char=start, end_char=end, first_page=1, last_page=1, prompt_tokens=100,
-                             completion_tokens=10, seconds=1.0))  # fmt: skip
+            s.add(
+                Checkpoint(
+                    reading_id=r.id,
+                    step=k,
+                    memory=memory,
+                    start_token=(k - 1) * 100,
+                    end_token=k * 100,
+                    start_char=start,
+                    end_char=end,
+                    first_page=1,
+                    last_page=1,
+                    prompt_tokens=100,
+                    completion_tokens=10,
+                    seconds=1.0,
+                )
+            )
         return r.id
 
 
@@ -56,8 +85,11 @@ def _diff(page) -> list[tuple[str, str | None]]:
     spans = page.locator("#step-diff .token").evaluate_all(
         "els => els.map(e => [e.innerText, e.classList.contains('highlighted') ? e.style.backgroundColor : null])"
     )
-    legend = dict(page.locator("#step-diff .legend-item").evaluate_all(
-        "els => els.map(e => [e.style.backgroundColor, e.innerText])"))  # fmt: skip
+    legend = dict(
+        page.locator("#step-diff .legend-item").evaluate_all(
+            "els => els.map(e => [e.style.backgroundColor, e.innerText])"
+        )
+    )
     return [(text.strip(), legend.get(colour)) for text, colour in spans]
 
 
@@ -73,8 +105,10 @@ def _wait_info(page, text: str) -> str:
 def test_timeline_keyboard_diff_and_edit_and_resume(ui_page, ui_server, tokenizer) -> None:
     page = ui_page
     dialogs, stray = watch(page, ui_server.url)
-    doc = page.request.post(ui_server.url + "/api/documents", multipart={"file": {
-        "name": "log.txt", "mimeType": "text/plain", "buffer": TEXT.encode()}}).json()  # fmt: skip
+    doc = page.request.post(
+        ui_server.url + "/api/documents",
+        multipart={"file": {"name": "log.txt", "mimeType": "text/plain", "buffer": TEXT.encode()}},
+    ).json()
     stored = page.request.get(f"{ui_server.url}/api/documents/{doc['id']}").json()
     text_len = stored["char_count"]
     url = Settings(data_dir=ui_server.data_dir).resolved_database_url
@@ -174,7 +208,8 @@ def test_timeline_keyboard_diff_and_edit_and_resume(ui_page, ui_server, tokenize
     after = page.request.get(f"{ui_server.url}/api/readings/{original_id}").json()
     assert after["checkpoints"] == before["checkpoints"] and after["answer"] == "ships 1 to 4"
     assert [b["id"] for b in page.request.get(f"{ui_server.url}/api/readings/{original_id}/branches").json()] == [
-        branch_id]  # fmt: skip
+        branch_id
+    ]
 
     page.wait_for_timeout(1000)
     assert not dialogs, dialogs
@@ -190,8 +225,10 @@ def test_the_word_diff_wraps_between_words(ui_page, ui_server) -> None:
     """A memory of long words, changed at every step: the diff's lines break between words, never inside one
     ("com / mon", "Govern / mental" before)."""
     page = ui_page
-    doc = page.request.post(ui_server.url + "/api/documents", multipart={"file": {
-        "name": "words.txt", "mimeType": "text/plain", "buffer": (TEXT + " words").encode()}}).json()  # fmt: skip
+    doc = page.request.post(
+        ui_server.url + "/api/documents",
+        multipart={"file": {"name": "words.txt", "mimeType": "text/plain", "buffer": (TEXT + " words").encode()}},
+    ).json()
     long = " ".join(["Governmental healthcare commonwealth indemnification notwithstanding"] * 8)
     memories = [long, f"{long} counterparties", f"{long} counterparties subcontractors", f"{long} reimbursements"]
     url = Settings(data_dir=ui_server.data_dir).resolved_database_url

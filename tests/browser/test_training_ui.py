@@ -33,8 +33,14 @@ IMG = "<img src=http://127.0.0.1:9/t.png onerror=alert(7)>"
 NAME = f"tiny **run** {IMG} from the lighthouse keeper's feedback"
 #: as small as the real trainer goes (tests/integration/test_training_runs.py TINY), through the form; two
 #: RL steps, so that an RL curve is seen to grow (one point draws no line)
-TINY = {"sft-steps": 2, "sft-samples-per-step": 1, "rl-steps": 2, "samples-per-step": 1, "group-size": 2,
-        "save-every": 1}  # fmt: skip
+TINY = {
+    "sft-steps": 2,
+    "sft-samples-per-step": 1,
+    "rl-steps": 2,
+    "samples-per-step": 1,
+    "group-size": 2,
+    "save-every": 1,
+}
 
 
 @pytest.fixture(scope="module")
@@ -95,15 +101,39 @@ def _answered_reading(server: LiveServer, document_id: int) -> int:
     tested elsewhere; here it is the answer an admin judges)."""
     with session_scope(Settings(data_dir=server.data_dir).resolved_database_url) as s:
         now = datetime.now(UTC)
-        r = Reading(document_id=document_id, model="smollm2-reader", chunk_tokens=128, memory_tokens=48,
-                    answer_tokens=32, template_set="chunk-first", question="Where does the spare key hang?",
-                    status=ReadingStatus.done, cursor=1, total_chunks=1, started_at=now - timedelta(seconds=3),
-                    finished_at=now, answer="under the mat")  # fmt: skip
+        r = Reading(
+            document_id=document_id,
+            model="smollm2-reader",
+            chunk_tokens=128,
+            memory_tokens=48,
+            answer_tokens=32,
+            template_set="chunk-first",
+            question="Where does the spare key hang?",
+            status=ReadingStatus.done,
+            cursor=1,
+            total_chunks=1,
+            started_at=now - timedelta(seconds=3),
+            finished_at=now,
+            answer="under the mat",
+        )
         s.add(r)
         s.flush()
-        s.add(Checkpoint(reading_id=r.id, step=1, memory="The key is under the mat.", start_token=0, end_token=120,
-                         start_char=0, end_char=len(LIGHTHOUSE), first_page=1, last_page=1, prompt_tokens=150,
-                         completion_tokens=9, seconds=1.0))  # fmt: skip
+        s.add(
+            Checkpoint(
+                reading_id=r.id,
+                step=1,
+                memory="The key is under the mat.",
+                start_token=0,
+                end_token=120,
+                start_char=0,
+                end_char=len(LIGHTHOUSE),
+                first_page=1,
+                last_page=1,
+                prompt_tokens=150,
+                completion_tokens=9,
+                seconds=1.0,
+            )
+        )
         return r.id
 
 
@@ -114,8 +144,9 @@ def _ask(page, url: str, document_id: int, question: str) -> dict:
     page.locator("#question textarea").fill(question)
     page.locator("#ask").click()
     page.locator("#readings [role=gridcell]").filter(has_text=question).first.wait_for(timeout=30_000)
-    reading = next(r for r in page.request.get(f"{url}/api/documents/{document_id}/readings").json()
-                   if r["question"] == question)  # fmt: skip
+    reading = next(
+        r for r in page.request.get(f"{url}/api/documents/{document_id}/readings").json() if r["question"] == question
+    )
     assert page.request.post(f"{url}/api/readings/{reading['id']}/cancel").ok
     return reading
 
@@ -123,8 +154,10 @@ def _ask(page, url: str, document_id: int, question: str) -> dict:
 def test_an_admin_trains_on_browser_feedback_watches_evaluates_and_promotes(page, trainer_server):
     url = trainer_server.url
     dialogs, stray = watch(page, url)
-    doc = page.request.post(url + "/api/documents", multipart={"file": {
-        "name": "lighthouse.txt", "mimeType": "text/plain", "buffer": (LIGHTHOUSE * 3).encode()}}).json()  # fmt: skip
+    doc = page.request.post(
+        url + "/api/documents",
+        multipart={"file": {"name": "lighthouse.txt", "mimeType": "text/plain", "buffer": (LIGHTHOUSE * 3).encode()}},
+    ).json()
     assert doc["id"] % 5, "document ids divisible by 5 are held out: the test's feedback must be trainable"
     _answered_reading(trainer_server, doc["id"])
 
@@ -164,8 +197,10 @@ def test_an_admin_trains_on_browser_feedback_watches_evaluates_and_promotes(page
     _tab(page, "Data", "#training-pages")
     _text(page, "#feedback-table", "behind the barometer", 30)
     row = page.locator("#feedback-table").inner_text()
-    assert all(x in row for x in ("incorrect", "Where does the spare key hang?", "under the mat", "lighthouse.txt",
-                                  "local", "no")), row  # fmt: skip
+    assert all(
+        x in row
+        for x in ("incorrect", "Where does the spare key hang?", "under the mat", "lighthouse.txt", "local", "no")
+    ), row
     page.locator("#lengths textarea, #lengths input").first.fill("256")
     page.locator("#preview").click()
     _text(page, "#preview-note", "samples this selection makes", 60)
@@ -264,9 +299,14 @@ def test_an_admin_trains_on_browser_feedback_watches_evaluates_and_promotes(page
     _text(page, "#models-msg", f"New readings now use version #{version_id}", 30)
 
     # A run that fails (a model that is not there) says why, and how to go on.
-    started = page.request.post(url + "/api/training/runs", data={
-        "name": "x" * 200, "selection": {"lengths": [256]},
-        "params": {"sft_steps": 1, "rl_steps": 0, "extra": {"model": "/nonexistent/model"}}})  # fmt: skip
+    started = page.request.post(
+        url + "/api/training/runs",
+        data={
+            "name": "x" * 200,
+            "selection": {"lengths": [256]},
+            "params": {"sft_steps": 1, "rl_steps": 0, "extra": {"model": "/nonexistent/model"}},
+        },
+    )
     assert started.status == 201, started.text()
     _tab(page, "Training")
     _tab(page, "Runs", "#training-pages")
@@ -282,9 +322,15 @@ def test_an_admin_trains_on_browser_feedback_watches_evaluates_and_promotes(page
 
 @pytest.fixture(scope="module")
 def prod_server(tmp_path_factory, postgres_url) -> Iterator[LiveServer]:
-    yield from _serve(tmp_path_factory, "--no-worker", env={
-        "LONGREAD_MODE": "production", "LONGREAD_SECRET_KEY": SECRET, "LONGREAD_DATABASE_URL": postgres_url,
-    })  # fmt: skip
+    yield from _serve(
+        tmp_path_factory,
+        "--no-worker",
+        env={
+            "LONGREAD_MODE": "production",
+            "LONGREAD_SECRET_KEY": SECRET,
+            "LONGREAD_DATABASE_URL": postgres_url,
+        },
+    )
 
 
 @pytest.mark.integration

@@ -97,11 +97,14 @@ def test_the_default_reader_keeps_the_sentence_that_answers_and_answers_from_it(
     )
     page.locator("#question textarea").fill(QUESTION)
     page.locator("#ask").click()
-    page.wait_for_function("() => (document.querySelector('#status')?.innerText || '').trim().startsWith('Done')",
-                           timeout=READ_TIMEOUT_S * 1000)  # fmt: skip
+    page.wait_for_function(
+        "() => (document.querySelector('#status')?.innerText || '').trim().startsWith('Done')",
+        timeout=READ_TIMEOUT_S * 1000,
+    )
     assert PLANTED in _value(page, "#memory textarea").splitlines()
-    page.wait_for_function("() => (document.querySelector('#answer textarea')?.value || '').includes('4417')",
-                           timeout=30_000)  # fmt: skip
+    page.wait_for_function(
+        "() => (document.querySelector('#answer textarea')?.value || '').includes('4417')", timeout=30_000
+    )
     assert not page.page_errors, page.page_errors
 
 

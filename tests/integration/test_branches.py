@@ -29,8 +29,13 @@ pytestmark = pytest.mark.integration
 
 TEXT = "\n".join(f"Line {i}: the ship passed island number {i} at dawn." for i in range(80))
 FILLER = "The wind rose and fell over the grey water all afternoon. "
-FACTS = (FILLER * 6 + "FACT: the key hangs behind the barometer. " + FILLER * 8
-         + "FACT: the boat comes on Mondays. " + FILLER * 6).strip()  # fmt: skip
+FACTS = (
+    FILLER * 6
+    + "FACT: the key hangs behind the barometer. "
+    + FILLER * 8
+    + "FACT: the boat comes on Mondays. "
+    + FILLER * 6
+).strip()
 
 
 def carry(prompt: str) -> str:
@@ -134,8 +139,13 @@ def test_a_branch_of_a_branch_resumes_correctly(db_settings, tokenizer):
     got_c, got_d = readings.show(db_settings, c), readings.show(db_settings, d)
     origins_c = [(x.step, x.origin, x.memory.split()[0]) for x in got_c.checkpoints[:5]]
     first = readings.show(db_settings, a).checkpoints[0].memory
-    assert origins_c == [(1, "agent", first), (2, "edited", "B"), (3, "agent", "B"), (4, "edited", "C"),
-                         (5, "agent", "C")]  # fmt: skip
+    assert origins_c == [
+        (1, "agent", first),
+        (2, "edited", "B"),
+        (3, "agent", "B"),
+        (4, "edited", "C"),
+        (5, "agent", "C"),
+    ]
     assert [x.step for x in got_c.checkpoints] == list(range(1, n + 1)) and got_c.answer.startswith("C +")
     assert got_d.checkpoints[0].origin == "edited" and got_d.answer.startswith("D +")
     assert [x.step for x in got_d.checkpoints] == list(range(1, n + 1))
@@ -212,11 +222,13 @@ def test_an_interrupted_branch_resumes_after_its_last_checkpoint(db_settings, to
 def test_edits_are_validated(db_settings, tokenizer):
     a = _answered(db_settings, tokenizer)
     n = len(readings.show(db_settings, a).checkpoints)
-    for step, memory, message in [(0, "x", f"has steps 1 to {n}: it has no step 0"),
-                                  (n + 1, "x", f"no step {n + 1}"),
-                                  (1, "   ", "must not be empty"),
-                                  (1, "x" * 20_001, "at most 20,000 characters"),
-                                  (1, "a\x00b", "NUL")]:  # fmt: skip
+    for step, memory, message in [
+        (0, "x", f"has steps 1 to {n}: it has no step 0"),
+        (n + 1, "x", f"no step {n + 1}"),
+        (1, "   ", "must not be empty"),
+        (1, "x" * 20_001, "at most 20,000 characters"),
+        (1, "a\x00b", "NUL"),
+    ]:
         with pytest.raises(ReadingError, match=re.escape(message)):
             readings.edit(db_settings, a, step, memory, enqueue=False)
     (queued,) = readings.ask(db_settings, readings.show(db_settings, a).document_id, ["New?"], enqueue=False)
@@ -238,18 +250,25 @@ def test_edit_and_branches_through_the_api_and_the_cli(settings, tokenizer, monk
         assert [(c["step"], c["origin"], c["edited_by"]) for c in branch["checkpoints"]] == [
             (1, "agent", None),
             (2, "edited", "api:local"),
-        ]  # fmt: skip (the entry point and the user)
+        ]  # the entry point and the user
         assert [x["id"] for x in client.get(f"/api/readings/{a}/branches").json()] == [branch["id"]]
         cps = client.get(f"/api/readings/{branch['id']}/checkpoints", params={"with_chunks": "true"}).json()
         assert [c["step"] for c in cps["checkpoints"]] == [1, 2] and cps["checkpoints"][0]["chunk"]
-        for body in ({"step": 0, "memory": "x"}, {"step": 2, "memory": ""}, {"step": n + 1, "memory": "x"},
-                     {"step": 2, "memory": "x" * 20_001}):  # fmt: skip
+        for body in (
+            {"step": 0, "memory": "x"},
+            {"step": 2, "memory": ""},
+            {"step": n + 1, "memory": "x"},
+            {"step": 2, "memory": "x" * 20_001},
+        ):
             assert client.post(f"/api/readings/{a}/branches", json=body).status_code == 422, body
         assert client.post("/api/readings/999999/branches", json={"step": 1, "memory": "x"}).status_code == 404
         assert client.get("/api/readings/999999/branches").status_code == 404
         paths = client.get("/openapi.json").json()["paths"]
-        assert {"/api/readings/{reading_id}/branches", "/api/readings/{reading_id}/checkpoints",
-                "/api/readings/{reading_id}/checkpoints/{step}"} <= set(paths)  # fmt: skip
+        assert {
+            "/api/readings/{reading_id}/branches",
+            "/api/readings/{reading_id}/checkpoints",
+            "/api/readings/{reading_id}/checkpoints/{step}",
+        } <= set(paths)
 
     engine = FakeEngine(tokenizer, carry)
     monkeypatch.setattr(cli, "get_settings", lambda: settings)

@@ -38,9 +38,16 @@ def _vllm_processes() -> list[int]:
 
 def test_ask_follows_the_running_workers_reading_and_loads_no_model(tmp_path, monkeypatch, capsys):
     # What `ask` sees: the user's default engine, a vLLM server of its own, would take a minute to start.
-    settings = Settings(data_dir=tmp_path / "data", database_url=f"sqlite:///{tmp_path / 'app.db'}",
-                        broker_url=f"sqla+sqlite:///{tmp_path / 'broker.db'}", model_cache_dir=MODEL_CACHE,
-                        chunk_tokens=96, memory_tokens=32, answer_tokens=16, engine="vllm-local")  # fmt: skip
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        database_url=f"sqlite:///{tmp_path / 'app.db'}",
+        broker_url=f"sqla+sqlite:///{tmp_path / 'broker.db'}",
+        model_cache_dir=MODEL_CACHE,
+        chunk_tokens=96,
+        memory_tokens=32,
+        answer_tokens=16,
+        engine="vllm-local",
+    )
     upgrade(settings.resolved_database_url)
     env = {
         **os.environ,

@@ -61,8 +61,15 @@ def test_ask_json_has_ids_origins_and_pages_and_readings_lists_them(run, tmp_pat
     first = got[0]
     assert isinstance(first["id"], int) and first["status"] == "done" and first["answer"] == "59 ships"
     steps = first["checkpoints"]
-    assert len(steps) >= 3 and set(steps[0]) == {"step", "memory", "start_char", "end_char", "origin", "first_page",
-                                                 "last_page"}  # fmt: skip
+    assert len(steps) >= 3 and set(steps[0]) == {
+        "step",
+        "memory",
+        "start_char",
+        "end_char",
+        "origin",
+        "first_page",
+        "last_page",
+    }
     assert all(c["origin"] == "agent" and c["first_page"] == c["last_page"] == 1 for c in steps)
     assert steps[-1]["memory"] == "ships so far: 59"
 
@@ -125,9 +132,12 @@ def test_cancel_and_retry_from_the_command_line(run, settings):
     assert (got["id"], got["status"], got["answer"]) == (r.id, "done", "59 ships")
     with pytest.raises(SystemExit, match="only failed or cancelled readings are retried"):
         run("retry", str(r.id))
-    for argv, message in [(("checkpoints", "999"), "no reading 999"), (("readings", "999"), "no document 999"),
-                          (("cancel", "x"), "'x' is not a reading id"),
-                          (("readings", "x"), "not a document id")]:  # fmt: skip
+    for argv, message in [
+        (("checkpoints", "999"), "no reading 999"),
+        (("readings", "999"), "no document 999"),
+        (("cancel", "x"), "'x' is not a reading id"),
+        (("readings", "x"), "not a document id"),
+    ]:
         with pytest.raises(SystemExit, match=message):
             run(*argv)
 

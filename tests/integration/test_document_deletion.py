@@ -50,18 +50,27 @@ def _answer(settings: Settings, tokenizer, doc_id: int, questions: list[str], us
 
 def _rows(settings: Settings) -> dict[str, set[int]]:
     with session_scope(settings.resolved_database_url) as s:
-        return {name: set(s.scalars(select(model.id))) for name, model in
-                (("documents", Document), ("readings", Reading), ("checkpoints", Checkpoint),
-                 ("feedback", Feedback))}  # fmt: skip
+        return {
+            name: set(s.scalars(select(model.id)))
+            for name, model in (
+                ("documents", Document),
+                ("readings", Reading),
+                ("checkpoints", Checkpoint),
+                ("feedback", Feedback),
+            )
+        }
 
 
 def _of(settings: Settings, doc_id: int) -> dict[str, set[int]]:
     """The ids of the rows that belong to the document."""
     with session_scope(settings.resolved_database_url) as s:
         rs = set(s.scalars(select(Reading.id).where(Reading.document_id == doc_id)))
-        return {"documents": {doc_id}, "readings": rs,
-                "checkpoints": set(s.scalars(select(Checkpoint.id).where(Checkpoint.reading_id.in_(rs)))),
-                "feedback": set(s.scalars(select(Feedback.id).where(Feedback.reading_id.in_(rs))))}  # fmt: skip
+        return {
+            "documents": {doc_id},
+            "readings": rs,
+            "checkpoints": set(s.scalars(select(Checkpoint.id).where(Checkpoint.reading_id.in_(rs)))),
+            "feedback": set(s.scalars(select(Feedback.id).where(Feedback.reading_id.in_(rs)))),
+        }
 
 
 def test_deleting_removes_its_rows_and_files_and_nothing_else(db_settings, tokenizer):
@@ -86,8 +95,9 @@ def test_deleting_removes_its_rows_and_files_and_nothing_else(db_settings, token
         lease_blob = blob_path(s.blob_dir, ses.get(Document, lease.id).sha256)
     assert blob.is_file() and page.is_file()
 
-    run = training_runs.start_run(s, DataSelection(include_feedback=True, lengths=(256,)),
-                                  RunParams(sft_steps=1, rl_steps=0), user=admin)  # fmt: skip
+    run = training_runs.start_run(
+        s, DataSelection(include_feedback=True, lengths=(256,)), RunParams(sft_steps=1, rl_steps=0), user=admin
+    )
     copied = Path(run.run_dir) / "data" / "feedback-train.jsonl"
     before_copy = copied.read_text()
     assert {json.loads(line)["document_id"] for line in before_copy.splitlines()} == {mine.id, lease.id}
@@ -168,8 +178,11 @@ def test_a_reviewed_document_takes_its_review_with_it(db_settings, tokenizer):
     other, _ = documents.add_document(s, "other-lease.txt", (LEASE + " Signed twice.").encode())
     kept = review.review(s, other.id, enqueue=False)
     gone = review.review(s, doc.id, enqueue=False)
-    run_readings(s, [r.reading_id for r in gone.rows],
-                 FakeEngine(tokenizer, lambda p: "notes" if "<section>" in p else "\\boxed{No}"))  # fmt: skip
+    run_readings(
+        s,
+        [r.reading_id for r in gone.rows],
+        FakeEngine(tokenizer, lambda p: "notes" if "<section>" in p else "\\boxed{No}"),
+    )
     delete_document(s, doc.id)
     with session_scope(s.resolved_database_url) as ses:
         assert set(ses.scalars(select(Review.id))) == {kept.id}

@@ -25,21 +25,47 @@ def test_eval_cases_json_reads_txt_md_and_pdf_and_agrees_with_the_verifier(tmp_p
     (tmp_path / "notes.md").write_text("# Notes\n\nThe meeting is on Thursday in the blue room.\n")
     pdf = CONTRACTS_DIR / "pdf" / "cuad-003.pdf"  # a one-page contract governed by the laws of the PRC
     cases = [
-        {"document": "docs/lighthouse.txt", "question": "Where does the spare key hang?",
-         "answers": ["behind the barometer"]},
+        {
+            "document": "docs/lighthouse.txt",
+            "question": "Where does the spare key hang?",
+            "answers": ["behind the barometer"],
+        },
         {"document": "docs/lighthouse.txt", "question": "How many steps did Mara climb?", "answers": ["ninety", "90"]},
         {"document": "notes.md", "question": "On which day is the meeting?", "answers": ["Thursday"]},
-        {"document": str(pdf), "question": "Which country's law governs this agreement?",
-         "answers": ["People's Republic of China", "PRC"]},
-    ]  # fmt: skip
+        {
+            "document": str(pdf),
+            "question": "Which country's law governs this agreement?",
+            "answers": ["People's Republic of China", "PRC"],
+        },
+    ]
     path = tmp_path / "cases.jsonl"
     path.write_text("".join(json.dumps(c) + "\n" for c in cases))
     env = {**os.environ, "LONGREAD_DATA_DIR": str(tmp_path / "data"), "LONGREAD_MODEL_CACHE_DIR": str(MODEL_CACHE)}
     out = subprocess.run(
-        [sys.executable, "-m", "app.cli", "eval", "--cases", str(path), "--json", "--engine", "transformers",
-         "--chunk-tokens", "128", "--memory-tokens", "40", "--answer-tokens", "24"],
-        env=env, capture_output=True, text=True, timeout=900, check=True, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "eval",
+            "--cases",
+            str(path),
+            "--json",
+            "--engine",
+            "transformers",
+            "--chunk-tokens",
+            "128",
+            "--memory-tokens",
+            "40",
+            "--answer-tokens",
+            "24",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
+        cwd=tmp_path,
+    )
     result = json.loads(out.stdout)  # fails if anything else was printed on stdout
     assert set(result) == {"cases", "sub_em", "exact_match"}
     assert [(c["document"], c["question"]) for c in result["cases"]] == [(c["document"], c["question"]) for c in cases]

@@ -23,8 +23,14 @@ QUESTIONS = ["Which country's law governs this agreement?", "What is the title o
 @pytest.fixture
 def settings(tmp_path, monkeypatch):
     """The app's own settings from its environment, as `longread` reads them: the CLI sees the same."""
-    for name, value in {"DATA_DIR": tmp_path / "data", "MODEL_CACHE_DIR": MODEL_CACHE, "ENGINE": "transformers",
-                        "CHUNK_TOKENS": 160, "MEMORY_TOKENS": 48, "ANSWER_TOKENS": 24}.items():  # fmt: skip
+    for name, value in {
+        "DATA_DIR": tmp_path / "data",
+        "MODEL_CACHE_DIR": MODEL_CACHE,
+        "ENGINE": "transformers",
+        "CHUNK_TOKENS": 160,
+        "MEMORY_TOKENS": 48,
+        "ANSWER_TOKENS": 24,
+    }.items():
         monkeypatch.setenv(f"LONGREAD_{name}", str(value))
     s = get_settings()
     upgrade(s.resolved_database_url)
@@ -37,8 +43,10 @@ def test_eval_cases_reads_as_an_upload_asked_through_the_services(settings, tmp_
     from app.services.runner import run_readings
 
     cases = tmp_path / "cases.jsonl"
-    cases.write_text("".join(json.dumps({"document": str(PDF), "question": q, "answers": ["PRC"]}) + "\n"
-                             for q in QUESTIONS), encoding="utf-8")  # fmt: skip
+    cases.write_text(
+        "".join(json.dumps({"document": str(PDF), "question": q, "answers": ["PRC"]}) + "\n" for q in QUESTIONS),
+        encoding="utf-8",
+    )
     assert main(["eval", "--cases", str(cases), "--json", "--out", str(tmp_path / "eval")]) == 0
     evaluated = json.loads((tmp_path / "eval" / "results.json").read_text(encoding="utf-8"))["cases"]
 

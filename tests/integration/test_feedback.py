@@ -55,7 +55,11 @@ def test_feedback_is_kept_per_reading_and_document_and_exported_for_training(db_
 
     first = feedback.add_feedback(db_settings, a, "incorrect", "  60 crowns ", "off by one")
     assert (first.verdict, first.corrected_answer, first.comment, first.answer) == (
-        "incorrect", "60 crowns", "off by one", "59 crowns")  # fmt: skip
+        "incorrect",
+        "60 crowns",
+        "off by one",
+        "59 crowns",
+    )
     latest = feedback.add_feedback(db_settings, a, "correct", comment="  ")  # changed my mind: the latest counts
     assert latest.comment is None and latest.corrected_answer is None
     feedback.add_feedback(db_settings, b, "incorrect", "on the first day of the month")
@@ -69,30 +73,54 @@ def test_feedback_is_kept_per_reading_and_document_and_exported_for_training(db_
     path = tmp_path / "feedback.jsonl"
     n = feedback.export_file(db_settings, path)
     # (PostgreSQL's database is shared by the session's tests: keep this test's documents)
-    mine = [line for line in path.read_text(encoding="utf-8").splitlines()
-            if json.loads(line)["document_id"] in (doc_id, other_doc)]  # fmt: skip
+    mine = [
+        line
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if json.loads(line)["document_id"] in (doc_id, other_doc)
+    ]
     path.write_text("".join(line + "\n" for line in mine), encoding="utf-8")
     rows = [json.loads(line) for line in mine]
     assert n >= len(rows) == 3
     assert [r["reading_id"] for r in rows] == [a, b, d]  # one line per judged reading, its latest verdict
-    assert set(rows[0]) == {"reading_id", "document_id", "question", "answer", "verdict", "corrected_answer",
-                            "comment", "final_memory", "created_at"}  # fmt: skip
+    assert set(rows[0]) == {
+        "reading_id",
+        "document_id",
+        "question",
+        "answer",
+        "verdict",
+        "corrected_answer",
+        "comment",
+        "final_memory",
+        "created_at",
+    }
     assert rows[0] | {"created_at": None} == {
-        "reading_id": a, "document_id": doc_id, "question": "How much is the rent?", "answer": "59 crowns",
-        "verdict": "correct", "corrected_answer": None, "comment": None, "final_memory": "crowns so far: 59",
+        "reading_id": a,
+        "document_id": doc_id,
+        "question": "How much is the rent?",
+        "answer": "59 crowns",
+        "verdict": "correct",
+        "corrected_answer": None,
+        "comment": None,
+        "final_memory": "crowns so far: 59",
         "created_at": None,
-    }  # fmt: skip
+    }
     assert rows[0]["created_at"].endswith("+00:00")
 
     # training reads it as `longread train` does (the document's text looked up in the app's database):
     # right answers teach themselves, wrong ones their correction, uncorrected ones nothing
     with session_scope(db_settings.resolved_database_url) as s:
         texts = {i: s.get(Document, i).text for i in (doc_id, other_doc)}
-    source = TaskSource(DataConfig(synthetic_kinds=[], contracts=False, feedback=[path]), tokenizer, seed=0,
-                        documents=functools.partial(document_text, db_settings))  # fmt: skip
+    source = TaskSource(
+        DataConfig(synthetic_kinds=[], contracts=False, feedback=[path]),
+        tokenizer,
+        seed=0,
+        documents=functools.partial(document_text, db_settings),
+    )
     tasks = source.feedback
     assert [(t.question, t.answers) for t in tasks] == [
-        ("How much is the rent?", ("59 crowns",)), ("When is it due?", ("on the first day of the month",))]  # fmt: skip
+        ("How much is the rent?", ("59 crowns",)),
+        ("When is it due?", ("on the first day of the month",)),
+    ]
     assert tasks[0].document == texts[doc_id]
 
     # with the text in the file, training needs no database
@@ -129,9 +157,16 @@ def test_feedback_through_the_api(settings, tokenizer):
         )
         assert r.status_code == 201, r.text
         assert r.json() | {"created_at": None, "id": None} == {
-            "id": None, "reading_id": a, "document_id": doc_id, "question": "Rent?", "answer": "59 crowns",
-            "verdict": "incorrect", "corrected_answer": "60 crowns", "comment": "<b>no</b>", "created_at": None,
-        }  # fmt: skip
+            "id": None,
+            "reading_id": a,
+            "document_id": doc_id,
+            "question": "Rent?",
+            "answer": "59 crowns",
+            "verdict": "incorrect",
+            "corrected_answer": "60 crowns",
+            "comment": "<b>no</b>",
+            "created_at": None,
+        }
         assert client.post(f"/api/readings/{b}/feedback", json={"verdict": "correct"}).status_code == 201
         assert [f["reading_id"] for f in client.get(f"/api/readings/{a}/feedback").json()] == [a]
         assert [f["reading_id"] for f in client.get(f"/api/documents/{doc_id}/feedback").json()] == [b, a]
@@ -144,8 +179,10 @@ def test_feedback_through_the_api(settings, tokenizer):
         assert client.get("/api/feedback/export?with_text=true").text.count(TEXT.splitlines()[-1]) == 2
 
         assert client.post(f"/api/readings/{a}/feedback", json={"verdict": "maybe"}).status_code == 422
-        assert client.post(f"/api/readings/{a}/feedback",
-                           json={"verdict": "correct", "comment": "x" * 4001}).status_code == 422  # fmt: skip
+        assert (
+            client.post(f"/api/readings/{a}/feedback", json={"verdict": "correct", "comment": "x" * 4001}).status_code
+            == 422
+        )
         assert client.post("/api/readings/999/feedback", json={"verdict": "correct"}).status_code == 404
         assert client.get("/api/readings/999/feedback").status_code == 404
         assert client.get("/api/documents/999/feedback").status_code == 404
@@ -153,8 +190,11 @@ def test_feedback_through_the_api(settings, tokenizer):
         r = client.post(f"/api/readings/{queued.id}/feedback", json={"verdict": "correct"})
         assert r.status_code == 422 and "only an answered reading" in r.json()["detail"]
         paths = client.get("/openapi.json").json()["paths"]
-        assert {"/api/readings/{reading_id}/feedback", "/api/documents/{document_id}/feedback",
-                "/api/feedback/export"} <= set(paths)  # fmt: skip
+        assert {
+            "/api/readings/{reading_id}/feedback",
+            "/api/documents/{document_id}/feedback",
+            "/api/feedback/export",
+        } <= set(paths)
 
 
 def test_feedback_through_the_cli(settings, tokenizer, tmp_path, monkeypatch, capsys):
@@ -172,11 +212,13 @@ def test_feedback_through_the_cli(settings, tokenizer, tmp_path, monkeypatch, ca
     (line,) = out.read_text(encoding="utf-8").splitlines()
     assert json.loads(line)["corrected_answer"] == "60 crowns"
 
-    for argv, message in [(["feedback", str(a), "--verdict", "wrong"], None),
-                          (["feedback", "999", "--verdict", "correct"], "no reading 999"),
-                          (["feedback", str(a), "--comment", "only a comment"], "go with --verdict"),
-                          (["feedback", "export"], "usage: longread feedback export FILE.jsonl"),
-                          (["feedback", "abc"], "is not a reading id")]:  # fmt: skip
+    for argv, message in [
+        (["feedback", str(a), "--verdict", "wrong"], None),
+        (["feedback", "999", "--verdict", "correct"], "no reading 999"),
+        (["feedback", str(a), "--comment", "only a comment"], "go with --verdict"),
+        (["feedback", "export"], "usage: longread feedback export FILE.jsonl"),
+        (["feedback", "abc"], "is not a reading id"),
+    ]:
         with pytest.raises(SystemExit) as stopped:
             cli.main(argv)
         if message:
@@ -193,6 +235,9 @@ def test_a_line_of_the_export_stays_one_line_whatever_the_text(settings, tokeniz
     (line,) = path.read_text(encoding="utf-8").splitlines()
     row = json.loads(line)
     assert (row["question"], row["corrected_answer"], row["comment"]) == (
-        "Rent\u2028per month\u2029?", "nine\x85crowns", "odd\u2028text")  # fmt: skip
+        "Rent\u2028per month\u2029?",
+        "nine\x85crowns",
+        "odd\u2028text",
+    )
     (task,) = feedback_tasks(path)
     assert task.answers == ("nine\x85crowns",)

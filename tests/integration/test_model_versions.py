@@ -95,18 +95,32 @@ def test_new_readings_use_the_active_version_and_keep_it(tmp_path, model_path):
     )
     lora.save_pretrained(tmp_path / "adapter")
     lora.eval()
-    settings = Settings(data_dir=tmp_path / "data", model_cache_dir=tmp_path / "cache", engine="transformers",
-                        model=str(model_path), chunk_tokens=64, memory_tokens=24, answer_tokens=12,
-                        template_set="memagent")  # not the version's: each reading keeps its own  # fmt: skip
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        model_cache_dir=tmp_path / "cache",
+        engine="transformers",
+        model=str(model_path),
+        chunk_tokens=64,
+        memory_tokens=24,
+        answer_tokens=12,
+        template_set="memagent",
+    )  # not the version's: each reading keeps its own
     url = settings.resolved_database_url
     upgrade(url)
     question = "Where does the spare key hang?"
     with session_scope(url) as s:
         doc = ingest(s, settings, "lighthouse.txt", LIGHTHOUSE.encode())
         (base_reading,) = create_readings(s, settings, doc.id, [question])
-        version = mv.register_version(s, "lora-test", str(model_path), adapter_path=tmp_path / "adapter",
-                                      template_set="chunk-first", chunk_tokens=48, memory_tokens=20,
-                                     activate=True)  # fmt: skip
+        version = mv.register_version(
+            s,
+            "lora-test",
+            str(model_path),
+            adapter_path=tmp_path / "adapter",
+            template_set="chunk-first",
+            chunk_tokens=48,
+            memory_tokens=20,
+            activate=True,
+        )
         (lora_reading,) = create_readings(s, settings, doc.id, [question])
         mv.activate_version(s, 0)  # switched back before it is read: it still reads with its version
         ids, version_id, text = [base_reading.id, lora_reading.id], version.id, doc.text
@@ -140,32 +154,63 @@ def test_new_readings_use_the_active_version_and_keep_it(tmp_path, model_path):
 
 
 def _cli(env: dict, *args: str) -> str:
-    return subprocess.run([sys.executable, "-m", "app.cli", "models", *args], env=env, capture_output=True,
-                          text=True, timeout=120, check=True).stdout  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", "models", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
 
 
 def test_models_cli_json(tmp_path):
     run = tmp_path / "run"
     (run / "adapter").mkdir(parents=True)
     (run / "adapter" / "adapter_config.json").write_text("{}")
-    (run / "config.json").write_text(json.dumps({"model": "smollm2", "template_set": "chunk-first",
-                                                 "chunk_tokens": 256, "memory_tokens": 64}))  # fmt: skip
-    summary = [{"suite": "synthetic", "group": "2K", "kind": "single-needle", "doc_tokens": 2048, "n": 4,
-                "sub_em": 0.75, "exact_match": 0.5}]  # fmt: skip
+    (run / "config.json").write_text(
+        json.dumps({"model": "smollm2", "template_set": "chunk-first", "chunk_tokens": 256, "memory_tokens": 64})
+    )
+    summary = [
+        {
+            "suite": "synthetic",
+            "group": "2K",
+            "kind": "single-needle",
+            "doc_tokens": 2048,
+            "n": 4,
+            "sub_em": 0.75,
+            "exact_match": 0.5,
+        }
+    ]
     (tmp_path / "eval.json").write_text(json.dumps({"config": {}, "summary": summary, "timing": [], "cases": []}))
     env = {**os.environ, "LONGREAD_DATA_DIR": str(tmp_path / "data")}
 
     first = json.loads(_cli(env, "--json"))  # a fresh install: the bundled model and the reader twice, extractive reads
     assert [v["name"] for v in first["versions"]] == ["smollm2", "smollm2-reader", "smollm2-reader-extractive"]
     assert first["active"] == 3 and [v["memory_policy"] for v in first["versions"]][1:] == ["generative", "extractive"]
-    assert "registered, active" in _cli(env, "add", "sft-1", "--adapter", str(run / "adapter"), "--metrics",
-                                        str(tmp_path / "eval.json"), "--activate")  # fmt: skip
+    assert "registered, active" in _cli(
+        env, "add", "sft-1", "--adapter", str(run / "adapter"), "--metrics", str(tmp_path / "eval.json"), "--activate"
+    )
     out = json.loads(_cli(env, "--json"))
     assert out["active"] == 4 and len(out["versions"]) == 4
     v = out["versions"][3]
-    assert set(v) == {"id", "name", "base_model", "adapter_path", "engine", "template_set", "memory_policy",
-                      "chunk_tokens", "memory_tokens", "training_run", "active", "key_metrics", "metrics", "lineage",
-                      "created_at"}  # fmt: skip
+    assert set(v) == {
+        "id",
+        "name",
+        "base_model",
+        "adapter_path",
+        "engine",
+        "template_set",
+        "memory_policy",
+        "chunk_tokens",
+        "memory_tokens",
+        "training_run",
+        "active",
+        "key_metrics",
+        "metrics",
+        "lineage",
+        "created_at",
+    }
     assert (v["name"], v["base_model"], v["adapter_path"], v["active"]) == (
         "sft-1",
         "smollm2",
@@ -202,12 +247,24 @@ def test_the_bundled_model_and_the_reader_are_versions_from_the_first_start(fres
     migrate_db(fresh_settings)
     with session_scope(url) as s:
         base, reader, extractive = (mv.version_dict(v) for v in mv.list_versions(s))
-    assert (base["name"], base["base_model"], base["adapter_path"], base["active"]) == ("smollm2", "smollm2", None,
-                                                                                         False)  # fmt: skip
+    assert (base["name"], base["base_model"], base["adapter_path"], base["active"]) == (
+        "smollm2",
+        "smollm2",
+        None,
+        False,
+    )
     assert (reader["name"], reader["base_model"], reader["adapter_path"], reader["active"]) == (
-        "smollm2-reader", "smollm2", str(READER_ADAPTER), False)  # fmt: skip
+        "smollm2-reader",
+        "smollm2",
+        str(READER_ADAPTER),
+        False,
+    )
     assert (extractive["name"], extractive["adapter_path"], extractive["memory_policy"], extractive["active"]) == (
-        "smollm2-reader-extractive", str(READER_ADAPTER), "extractive", True)  # fmt: skip
+        "smollm2-reader-extractive",
+        str(READER_ADAPTER),
+        "extractive",
+        True,
+    )
     config = "training/configs/small-sft-anchor.toml"  # the run the card names, by its adapter's sha256
     sha256 = hashlib.sha256((Path(__file__).resolve().parents[2] / config).read_bytes()).hexdigest()
     assert reader["lineage"] == ["smollm2", f"{config} (sha256:{sha256})", "smollm2-reader"]
@@ -240,5 +297,8 @@ def test_the_bundled_model_and_the_reader_are_versions_from_the_first_start(fres
         mv.activate_version(s, base["id"])
     migrate_db(fresh_settings)
     with session_scope(url) as s:
-        assert [(v.name, v.active) for v in mv.list_versions(s)] == [("smollm2", True), ("smollm2-reader", False),
-                                                                     ("smollm2-reader-extractive", False)]  # fmt: skip
+        assert [(v.name, v.active) for v in mv.list_versions(s)] == [
+            ("smollm2", True),
+            ("smollm2-reader", False),
+            ("smollm2-reader-extractive", False),
+        ]

@@ -124,8 +124,10 @@ def test_a_passage_is_highlighted_on_its_page_where_pdfium_prints_it(settings):
         assert found, passage_text[:80]
         index, count = found
         rects = [textpage.get_rect(i) for i in range(textpage.count_rects(index, count))]
-        return [(x0 * SCALE + 1, (height - y1) * SCALE + 1, x1 * SCALE - 1, (height - y0) * SCALE - 1)
-                for x0, y0, x1, y1 in rects]  # fmt: skip
+        return [
+            (x0 * SCALE + 1, (height - y1) * SCALE + 1, x1 * SCALE - 1, (height - y0) * SCALE - 1)
+            for x0, y0, x1, y1 in rects
+        ]
 
     with TestClient(create_app(settings)) as client:
         marked = client.get(f"/api/documents/{doc.id}/pages/2.png", params={"start": a, "end": b})
@@ -191,15 +193,38 @@ def test_a_pdf_with_page_labels_names_its_pages_as_they_are_printed(settings):
         text, starts = documents.document_text(settings, doc.id), shown.page_map
         third = text[starts[2].start :]
         fact = next(" ".join(x.split()) for x in third.split(". ") if len(x.split()) >= 12)
-        r = Reading(document_id=doc.id, model="smollm2", chunk_tokens=512, memory_tokens=128, answer_tokens=32,
-                    template_set="memagent", question="What is excluded?", status=ReadingStatus.done, cursor=2,
-                    total_chunks=2, answer=fact)  # fmt: skip
+        r = Reading(
+            document_id=doc.id,
+            model="smollm2",
+            chunk_tokens=512,
+            memory_tokens=128,
+            answer_tokens=32,
+            template_set="memagent",
+            question="What is excluded?",
+            status=ReadingStatus.done,
+            cursor=2,
+            total_chunks=2,
+            answer=fact,
+        )
         s.add(r)
         s.flush()
         for k, (start, end) in enumerate(((starts[1].start, starts[2].start), (starts[2].start, len(text))), 1):
-            s.add(Checkpoint(reading_id=r.id, step=k, memory="Noted." if k == 1 else fact, start_token=0, end_token=1,
-                             start_char=start, end_char=end, first_page=k + 1, last_page=k + 1, prompt_tokens=1,
-                             completion_tokens=1, seconds=1.0))  # fmt: skip
+            s.add(
+                Checkpoint(
+                    reading_id=r.id,
+                    step=k,
+                    memory="Noted." if k == 1 else fact,
+                    start_token=0,
+                    end_token=1,
+                    start_char=start,
+                    end_char=end,
+                    first_page=k + 1,
+                    last_page=k + 1,
+                    prompt_tokens=1,
+                    completion_tokens=1,
+                    seconds=1.0,
+                )
+            )
         s.flush()
         reading_id = r.id
     ui = build_ui(settings)

@@ -157,8 +157,7 @@ def test_an_extractive_version_reads_by_keeping_sentences_and_asks_the_model_onl
 
     question = "Which state's or country's law governs this agreement?"
     with session_scope(db_settings.resolved_database_url) as s:
-        register_version(s, "extractive", "smollm2", template_set="memagent", memory_policy="extractive",
-                         activate=True)  # fmt: skip
+        register_version(s, "extractive", "smollm2", template_set="memagent", memory_policy="extractive", activate=True)
         doc = ingest(s, db_settings, "supply.txt", CONTRACT.encode())
         (reading,) = create_readings(s, db_settings, doc.id, [question], memory_tokens=40)
         reading_id = reading.id

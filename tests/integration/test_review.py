@@ -32,8 +32,14 @@ CONTRACT = CONTRACTS_DIR / "pdf" / "cuad-003.pdf"  # a mutual termination agreem
 def real_settings(tmp_path) -> Settings:
     from app.migrate import upgrade
 
-    s = Settings(data_dir=tmp_path / "data", model_cache_dir=MODEL_CACHE, engine="transformers", chunk_tokens=384,
-                 memory_tokens=32, answer_tokens=16)  # fmt: skip
+    s = Settings(
+        data_dir=tmp_path / "data",
+        model_cache_dir=MODEL_CACHE,
+        engine="transformers",
+        chunk_tokens=384,
+        memory_tokens=32,
+        answer_tokens=16,
+    )
     upgrade(s.resolved_database_url)
     return s
 
@@ -114,8 +120,7 @@ def test_cli_review_prints_the_table_csv_markdown_and_json(run, settings):
     code, out, err = run("review", doc_id, "--chunk-tokens", "256")
     assert code == 0 and "41 questions read in one pass" in err
     lines = out.splitlines()
-    assert len(lines) == 41 and lines[1].split() == ["Parties", "Beijing", "SINA", "and", "SINA", "Leju", "[page",
-                                                     "1]"]  # fmt: skip
+    assert len(lines) == 41 and lines[1].split() == ["Parties", "Beijing", "SINA", "and", "SINA", "Leju", "[page", "1]"]
     assert all(line.split()[-1] == "No" for line in lines[8:])
 
     code, out, _ = run("review", doc_id, "--csv", "--chunk-tokens", "256")

@@ -101,16 +101,19 @@ def test_an_admin_starts_watches_cancels_resumes_and_promotes_a_run(client, sett
     assert client.post("/api/models/999/activate").status_code == 404
 
 
-@pytest.mark.parametrize(("body", "says"), [
-    ({"params": {**TINY, "group_size": 1}}, "group_size"),
-    ({"params": {**TINY, "sft_steps": 0, "rl_steps": 0}}, "sft_steps and rl_steps are both 0"),
-    ({"params": {**TINY, "extra": {"bogus": 1}}}, "bogus"),
-    ({"selection": {"lengths": []}, "params": TINY}, "lengths: give at least one"),
-    ({"selection": {"lengths": [10]}, "params": TINY}, "lengths: 10 is not a document length"),
-    ({"selection": {"synthetic_kinds": ["needle"], "lengths": [256]}, "params": TINY}, "synthetic_kinds: unknown"),
-    ({"selection": SYNTHETIC, "params": TINY, "name": "x" * 201}, "string_too_long"),
-    ({"selection": SYNTHETIC, "params": {**TINY, "rl_steps": "many"}}, "int_parsing"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ({"params": {**TINY, "group_size": 1}}, "group_size"),
+        ({"params": {**TINY, "sft_steps": 0, "rl_steps": 0}}, "sft_steps and rl_steps are both 0"),
+        ({"params": {**TINY, "extra": {"bogus": 1}}}, "bogus"),
+        ({"selection": {"lengths": []}, "params": TINY}, "lengths: give at least one"),
+        ({"selection": {"lengths": [10]}, "params": TINY}, "lengths: 10 is not a document length"),
+        ({"selection": {"synthetic_kinds": ["needle"], "lengths": [256]}, "params": TINY}, "synthetic_kinds: unknown"),
+        ({"selection": SYNTHETIC, "params": TINY, "name": "x" * 201}, "string_too_long"),
+        ({"selection": SYNTHETIC, "params": {**TINY, "rl_steps": "many"}}, "int_parsing"),
+    ],
+)
 def test_a_bad_run_answers_422_saying_what_to_change(client, body, says):
     r = client.post("/api/training/runs", json={"selection": SYNTHETIC, **body})
     assert r.status_code == 422 and says in r.text, r.text
@@ -120,8 +123,12 @@ def test_a_bad_run_answers_422_saying_what_to_change(client, body, says):
 def test_a_reader_gets_403_on_every_training_and_models_route(postgres_url, tmp_path):
     prod = production_settings(postgres_url, tmp_path / "data")
     app = create_app(prod)
-    routes = {(method, path) for path, ops in app.openapi()["paths"].items() for method in ops
-              if path.startswith(("/api/training", "/api/models"))}  # fmt: skip
+    routes = {
+        (method, path)
+        for path, ops in app.openapi()["paths"].items()
+        for method in ops
+        if path.startswith(("/api/training", "/api/models"))
+    }
     assert len(routes) == 12, routes  # every route of app/api/training.py, so that none is left out below
     with TestClient(app) as client:
         reader, admin = new_user(prod), new_user(prod, "admin", "ada")

@@ -38,16 +38,30 @@ pytestmark = pytest.mark.integration
 
 #: as small as the real trainer goes: one sample a step, two rollouts, 256-token documents in two chunks (the
 #: sizes are the start version's: the settings' below)
-TINY = dict(save_every=1, samples_per_step=1, group_size=2,
-            extra={"sft_samples_per_step": 1, "micro_batch_tokens": 512, "warmup_steps": 0, "threads": 1})  # fmt: skip
+TINY = dict(
+    save_every=1,
+    samples_per_step=1,
+    group_size=2,
+    extra={"sft_samples_per_step": 1, "micro_batch_tokens": 512, "warmup_steps": 0, "threads": 1},
+)
 SYNTHETIC = DataSelection(lengths=(256,))
 
 
 def _settings(tmp_path: Path, url: str) -> Settings:
     upgrade(url)
-    return Settings(data_dir=tmp_path / "data", database_url=url, broker_url=f"sqla+sqlite:///{tmp_path / 'broker.db'}",
-                    model="smollm2", engine="transformers", model_cache_dir=MODEL_CACHE, chunk_tokens=128,
-                    memory_tokens=32, answer_tokens=16, stale_after_s=3, eval_n=2)  # fmt: skip
+    return Settings(
+        data_dir=tmp_path / "data",
+        database_url=url,
+        broker_url=f"sqla+sqlite:///{tmp_path / 'broker.db'}",
+        model="smollm2",
+        engine="transformers",
+        model_cache_dir=MODEL_CACHE,
+        chunk_tokens=128,
+        memory_tokens=32,
+        answer_tokens=16,
+        stale_after_s=3,
+        eval_n=2,
+    )
 
 
 @pytest.fixture
@@ -62,10 +76,14 @@ def _judged(settings: Settings) -> dict[int, int]:
     for i in range(1, 6):
         text = f"Ledger {i}.\n" + f"The vault code of room {i} is {1000 + i}. The corridor is quiet. " * 12
         doc, _ = documents.add_document(settings, f"ledger-{i}.txt", text.encode())
-        (reading,) = [r.id for r in readings.ask(settings, doc.id, [f"What is the vault code of room {i}?"],
-                                                 enqueue=False)]  # fmt: skip
-        run_readings(settings, [reading], FakeEngine(_tokenizer(settings), lambda p: "notes" if "<section>" in p
-                                                    else "\\boxed{0000}"))  # fmt: skip
+        (reading,) = [
+            r.id for r in readings.ask(settings, doc.id, [f"What is the vault code of room {i}?"], enqueue=False)
+        ]
+        run_readings(
+            settings,
+            [reading],
+            FakeEngine(_tokenizer(settings), lambda p: "notes" if "<section>" in p else "\\boxed{0000}"),
+        )
         verdict = ("correct", None) if i == 1 else ("incorrect", None) if i == 4 else ("incorrect", str(1000 + i))
         out[doc.id] = feedback.add_feedback(settings, reading, *verdict).id
     assert sorted(out) == [1, 2, 3, 4, 5]
@@ -111,12 +129,15 @@ def test_a_bad_request_names_what_to_change_and_only_admins_may_act(sqlite_setti
 
     reader = add_user(s, "rita", "a-long-password", "reader")
     run = training_runs.start_run(s, SYNTHETIC, RunParams(sft_steps=1, rl_steps=0, **TINY))
-    for call in (lambda: training_runs.start_run(s, SYNTHETIC, RunParams(), user=reader),
-                 lambda: training_runs.list_runs(s, user=reader), lambda: training_runs.get_run(s, run.id, user=reader),
-                 lambda: training_runs.run_log(s, run.id, user=reader),
-                 lambda: training_runs.data_overview(s, user=reader),
-                 lambda: training_runs.cancel_run(s, run.id, user=reader),
-                 lambda: training_runs.promote_run(s, run.id, user=reader)):  # fmt: skip
+    for call in (
+        lambda: training_runs.start_run(s, SYNTHETIC, RunParams(), user=reader),
+        lambda: training_runs.list_runs(s, user=reader),
+        lambda: training_runs.get_run(s, run.id, user=reader),
+        lambda: training_runs.run_log(s, run.id, user=reader),
+        lambda: training_runs.data_overview(s, user=reader),
+        lambda: training_runs.cancel_run(s, run.id, user=reader),
+        lambda: training_runs.promote_run(s, run.id, user=reader),
+    ):
         with pytest.raises(Forbidden):
             call()
     with pytest.raises(NotFound):
@@ -150,8 +171,13 @@ def test_feedback_is_used_only_when_included_and_never_from_held_out_documents(s
     s = sqlite_settings
     feedback_of = _judged(s)
     overview = training_runs.data_overview(s)
-    assert sorted((f.document_id, f.held_out) for f in overview.feedback) == [(1, False), (2, False), (3, False),
-                                                                             (4, False), (5, True)]  # fmt: skip
+    assert sorted((f.document_id, f.held_out) for f in overview.feedback) == [
+        (1, False),
+        (2, False),
+        (3, False),
+        (4, False),
+        (5, True),
+    ]
     assert overview.feedback[0].username == "local" and overview.synthetic_kinds[0][0] == "single-needle"
 
     params = RunParams(sft_steps=1, rl_steps=0, **TINY)
@@ -165,31 +191,40 @@ def test_feedback_is_used_only_when_included_and_never_from_held_out_documents(s
     assert [r["document_id"] for r in train] == [1, 2, 3, 4] and [r["document_id"] for r in kept] == [5]
     assert all(r["document_text"].startswith(f"Ledger {r['document_id']}.") for r in train + kept)
     (case,) = _lines(data / "heldout-cases.jsonl")
-    assert case == {"document": "docs/document-5.txt", "question": "What is the vault code of room 5?",
-                    "answers": ["1005"]}  # fmt: skip
+    assert case == {
+        "document": "docs/document-5.txt",
+        "question": "What is the vault code of room 5?",
+        "answers": ["1005"],
+    }
     assert (data / "docs" / "document-5.txt").read_text().startswith("Ledger 5.")
     assert run.selection["feedback_readings"] == {"train": 4, "held_out": 1}
     config = json.loads((Path(run.run_dir) / "config.json").read_text())
     assert config == run.config and config["data"]["curriculum"] == [[256, 1]]
 
     # only the chosen feedback rows' readings
-    chosen = training_runs.start_run(s, DataSelection(include_feedback=True, feedback_ids=(feedback_of[2],),
-                                                      synthetic_kinds=()), params)  # fmt: skip
+    chosen = training_runs.start_run(
+        s, DataSelection(include_feedback=True, feedback_ids=(feedback_of[2],), synthetic_kinds=()), params
+    )
     assert [r["document_id"] for r in _lines(Path(chosen.run_dir) / "data" / "feedback-train.jsonl")] == [2]
     # feedback given since tomorrow: there is none, and a run of nothing but it is refused
     with pytest.raises(RunError, match="feedback: of the 0 judged readings selected, none can be trained on"):
-        training_runs.start_run(s, DataSelection(include_feedback=True, feedback_since=date.today() + timedelta(1)),
-                                params)  # fmt: skip
+        training_runs.start_run(
+            s, DataSelection(include_feedback=True, feedback_since=date.today() + timedelta(1)), params
+        )
     # only held-out or untaught feedback: nothing to train on
     with pytest.raises(RunError, match="of the 2 judged readings selected, none"):
-        training_runs.start_run(s, DataSelection(include_feedback=True, feedback_ids=(feedback_of[4], feedback_of[5])),
-                                params)  # fmt: skip
+        training_runs.start_run(
+            s, DataSelection(include_feedback=True, feedback_ids=(feedback_of[4], feedback_of[5])), params
+        )
 
     previews = training_runs.preview_samples(s, DataSelection(include_feedback=True, lengths=(256,)), n=4)
     assert [p.source for p in previews] == ["feedback", "synthetic", "feedback", "synthetic"]
     # judged correct: the model's own answer is the gold; judged incorrect: the correction
     assert (previews[0].question, previews[0].answers, previews[2].answers) == (
-        "What is the vault code of room 1?", ("0000",), ("1002",))  # fmt: skip
+        "What is the vault code of room 1?",
+        ("0000",),
+        ("1002",),
+    )
     assert all("room 5" not in p.question for p in previews)
     assert 250 <= previews[1].doc_tokens <= 262
 
@@ -223,11 +258,18 @@ def test_queued_runs_wait_in_order_and_only_a_finished_run_is_promoted(sqlite_se
 
 def TrainingWorker(settings: Settings, log: Path) -> WorkerGroup:
     """`longread worker --training`'s Celery command, in a process group of its own."""
-    env = {**os.environ, "LONGREAD_DATA_DIR": str(settings.data_dir), "LONGREAD_DATABASE_URL": settings.database_url,
-           "LONGREAD_BROKER_URL": settings.broker_url, "LONGREAD_MODEL_CACHE_DIR": str(settings.model_cache_dir),
-           "LONGREAD_STALE_AFTER_S": str(settings.stale_after_s), "LONGREAD_ENGINE": settings.engine,
-           "LONGREAD_MODEL": settings.model, "LONGREAD_EVAL_N": str(settings.eval_n),
-           "OMP_NUM_THREADS": "1"}  # fmt: skip  # one thread: two stall each other beside other jobs (README)
+    env = {
+        **os.environ,
+        "LONGREAD_DATA_DIR": str(settings.data_dir),
+        "LONGREAD_DATABASE_URL": settings.database_url,
+        "LONGREAD_BROKER_URL": settings.broker_url,
+        "LONGREAD_MODEL_CACHE_DIR": str(settings.model_cache_dir),
+        "LONGREAD_STALE_AFTER_S": str(settings.stale_after_s),
+        "LONGREAD_ENGINE": settings.engine,
+        "LONGREAD_MODEL": settings.model,
+        "LONGREAD_EVAL_N": str(settings.eval_n),
+        "OMP_NUM_THREADS": "1",
+    }  # one thread: two stall each other beside other jobs (README)
     return WorkerGroup(worker_command(training=True), env, log, stop_timeout_s=60)
 
 
@@ -267,8 +309,9 @@ def _resumed_steps(log: str) -> list[tuple[int, int]]:
 def test_a_run_is_trained_evaluated_and_promoted_by_a_training_worker(tmp_path, own_postgres_url):
     s = _settings(tmp_path, own_postgres_url)
     _judged(s)
-    run = training_runs.start_run(s, DataSelection(include_feedback=True, lengths=(256,)),
-                                  RunParams(sft_steps=1, rl_steps=1, **TINY), name="tiny")  # fmt: skip
+    run = training_runs.start_run(
+        s, DataSelection(include_feedback=True, lengths=(256,)), RunParams(sft_steps=1, rl_steps=1, **TINY), name="tiny"
+    )
     run_dir = Path(run.run_dir)
     worker = TrainingWorker(s, tmp_path / "worker.log")
     try:
@@ -298,9 +341,14 @@ def test_a_run_is_trained_evaluated_and_promoted_by_a_training_worker(tmp_path, 
             in training_runs.estimate_seconds(s, SYNTHETIC, RunParams(sft_steps=1, rl_steps=1, **TINY))[1]
         )
 
-        listed = subprocess.run([sys.executable, "-m", "app.cli", "runs", "--json"], capture_output=True, text=True,
-                                env={**os.environ, "LONGREAD_DATABASE_URL": s.database_url,
-                                     "LONGREAD_DATA_DIR": str(s.data_dir)}, check=True, timeout=120)  # fmt: skip
+        listed = subprocess.run(
+            [sys.executable, "-m", "app.cli", "runs", "--json"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "LONGREAD_DATABASE_URL": s.database_url, "LONGREAD_DATA_DIR": str(s.data_dir)},
+            check=True,
+            timeout=120,
+        )
         (row,) = json.loads(listed.stdout)["runs"]
         assert (row["id"], row["name"], row["status"], row["step"], row["total_steps"]) == (
             run.id,
@@ -313,8 +361,12 @@ def test_a_run_is_trained_evaluated_and_promoted_by_a_training_worker(tmp_path, 
         assert training_runs.evaluate_run(s, run.id).evaluation == {"status": "queued"}
         with pytest.raises(RunError, match="being evaluated already"):
             training_runs.evaluate_run(s, run.id)
-        wait_for(lambda: training_runs.get_run(s, run.id).evaluation["status"] in ("done", "failed"), 600, worker,
-                 "the evaluation")  # fmt: skip
+        wait_for(
+            lambda: training_runs.get_run(s, run.id).evaluation["status"] in ("done", "failed"),
+            600,
+            worker,
+            "the evaluation",
+        )
     finally:
         worker.stop()
     evaluation = training_runs.get_run(s, run.id).evaluation
@@ -364,8 +416,14 @@ def test_a_cancelled_run_keeps_its_checkpoint_and_resumes_from_it(tmp_path, own_
     worker = TrainingWorker(s, tmp_path / "worker.log")
     try:
         wait_for(lambda: _checkpoint_step(run_dir) >= 1, 300, worker, "the first checkpoint")
-        out = subprocess.run([sys.executable, "-m", "app.cli", "runs", "cancel", str(run.id)], env=env,
-                             capture_output=True, text=True, check=True, timeout=120)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-m", "app.cli", "runs", "cancel", str(run.id)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
         assert out.stdout.strip() == f"run {run.id}: cancelling"
         wait_for(lambda: _status(s, run.id) == "cancelled", 300, worker, "the cancel")
         cancelled = training_runs.get_run(s, run.id)

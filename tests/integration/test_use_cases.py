@@ -78,9 +78,12 @@ def test_one_set_of_limits_for_the_service_the_api_and_the_cli(
 
 
 def test_questions_are_validated_in_the_service(settings, doc_id):
-    for questions, message in [([], "must not be empty"), (["  "], "must not be empty"),
-                               (["x" * 4001], "at most 4,000 characters"),
-                               (["?"] * 65, "at most 64 questions")]:  # fmt: skip
+    for questions, message in [
+        ([], "must not be empty"),
+        (["  "], "must not be empty"),
+        (["x" * 4001], "at most 4,000 characters"),
+        (["?"] * 65, "at most 64 questions"),
+    ]:
         with pytest.raises(ReadingError, match=message):
             readings.ask(settings, doc_id, questions, enqueue=False)
 

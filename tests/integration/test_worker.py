@@ -162,8 +162,10 @@ def test_killed_worker_resumes_a_branch_and_never_touches_its_parent(tmp_path, t
 
     def rows(reading_id: int) -> list[tuple]:
         with session_scope(s.resolved_database_url) as db:
-            return [(c.id, c.step, c.memory, c.origin) for c in
-                    db.query(Checkpoint).filter_by(reading_id=reading_id).order_by(Checkpoint.step)]  # fmt: skip
+            return [
+                (c.id, c.step, c.memory, c.origin)
+                for c in db.query(Checkpoint).filter_by(reading_id=reading_id).order_by(Checkpoint.step)
+            ]
 
     before = rows(parent)
     assert len(before) >= 4

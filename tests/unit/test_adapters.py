@@ -16,8 +16,14 @@ from training.interpolate import interpolate_adapters  # noqa: E402
 @pytest.fixture
 def base(tmp_path, tokenizer):
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=2)  # fmt: skip
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+    )
     path = tmp_path / "base"
     LlamaForCausalLM(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
@@ -27,8 +33,9 @@ def base(tmp_path, tokenizer):
 def _adapter(base_path, path, seed: int):
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_pretrained(base_path)
-    lora = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"],
-                                                     init_lora_weights=False))  # fmt: skip
+    lora = peft.get_peft_model(
+        model, peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    )
     lora.save_pretrained(path)
     return lora
 
@@ -72,9 +79,13 @@ def test_interpolated_adapter_lies_between_its_ends(tmp_path, base):
     # peft loads it as it loads the others; at weight 0 it is the start adapter
     ids = torch.tensor([[1, 2, 3, 4]])
     with torch.no_grad():
-        logits = [peft.PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), path)(ids).logits
-                  for path in (tmp_path / "start", interpolate_adapters(tmp_path / "start", tmp_path / "end", 0.0,
-                                                                         tmp_path / "zero"))]  # fmt: skip
+        logits = [
+            peft.PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), path)(ids).logits
+            for path in (
+                tmp_path / "start",
+                interpolate_adapters(tmp_path / "start", tmp_path / "end", 0.0, tmp_path / "zero"),
+            )
+        ]
     assert torch.allclose(logits[0], logits[1])
 
 

@@ -9,8 +9,9 @@ from app.ui.read_views import branch_tree
 
 
 def _r(id: int, parent: int | None = None, step: int | None = None, question: str = "Who?") -> SimpleNamespace:
-    return SimpleNamespace(id=id, parent_reading_id=parent, branched_at_step=step, question=question,
-                           status="done", answer=f"answer {id}")  # fmt: skip
+    return SimpleNamespace(
+        id=id, parent_reading_id=parent, branched_at_step=step, question=question, status="done", answer=f"answer {id}"
+    )
 
 
 def _labels(rows: list[list[object]]) -> list[str]:
@@ -21,8 +22,13 @@ def test_a_branch_of_a_branch_is_indented_under_it_and_the_tree_starts_at_the_or
     family = [_r(1), _r(2, 1, 3), _r(3, 2, 4), _r(4, 1, 2), _r(5, question="another question"), _r(6, 2, 5)]
     rows = branch_tree(family, 3)
     assert [row[0] for row in rows] == [1, 2, 3, 6, 4]  # the other question's reading is not in the family
-    assert _labels(rows) == ["#1 original: Who?", "├─ #2 branch at step 3", "│   ├─ #3 branch at step 4 ◀ open",
-                             "│   └─ #6 branch at step 5", "└─ #4 branch at step 2"]  # fmt: skip
+    assert _labels(rows) == [
+        "#1 original: Who?",
+        "├─ #2 branch at step 3",
+        "│   ├─ #3 branch at step 4 ◀ open",
+        "│   └─ #6 branch at step 5",
+        "└─ #4 branch at step 2",
+    ]
     assert _labels(branch_tree(family, 1))[0] == "#1 original: Who? ◀ open"
     assert branch_tree([_r(5)], 5) == [[5, "#5 original: Who? ◀ open", "done", "answer 5"]]
     assert branch_tree(family, 99) == [] and branch_tree(family, None) == []

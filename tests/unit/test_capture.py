@@ -61,8 +61,9 @@ def test_render_puts_a_wrapped_sentence_on_one_line():
 
 
 def test_lexical_scorer_prefers_the_sentence_with_the_question_words():
-    scores = LexicalScorer().score(["The sun shone.", "This Agreement is governed by the laws of Ohio."],
-                                   ["Which law governs this agreement?"])  # fmt: skip
+    scores = LexicalScorer().score(
+        ["The sun shone.", "This Agreement is governed by the laws of Ohio."], ["Which law governs this agreement?"]
+    )
     assert scores[0][1] > scores[0][0] == 0.0
 
 
@@ -88,8 +89,14 @@ def test_pointer_scorer_shares_the_chunk_prefill_and_matches_a_full_forward(toke
     from inference.capture_scorer import PointerScorer, pointer_scores
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=1)  # fmt: skip
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+    )
     model = LlamaForCausalLM(config).eval()
     scorer = PointerScorer(model, tokenizer)
     chunk = [f"Sentence {i} says something." for i in range(12)]

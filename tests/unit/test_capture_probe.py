@@ -20,8 +20,15 @@ def _read(scores: list[list[float]], tasks: list[Task]) -> dict:
     for s in SENTENCES:
         spans.append((at, at + len(s)))
         at += len(s) + 1
-    return {"text": TEXT, "tasks": tasks, "spans": spans, "chunk_of": np.array([0, 0, 1, 1]), "chunks": 2,
-            "tokens": [5, 8, 6, 4], "scores": np.array(scores, dtype=float)}  # fmt: skip
+    return {
+        "text": TEXT,
+        "tasks": tasks,
+        "spans": spans,
+        "chunk_of": np.array([0, 0, 1, 1]),
+        "chunks": 2,
+        "tokens": [5, 8, 6, 4],
+        "scores": np.array(scores, dtype=float),
+    }
 
 
 LAW = Task(

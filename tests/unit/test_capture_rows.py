@@ -49,9 +49,21 @@ def test_contract_rows_never_read_a_dev_or_held_out_contract(tmp_path, tokenizer
     cases = []
     for cid in ("cuad-train-900", CONTRACTS_DEV[0]):
         (tmp_path / "txt" / f"{cid}.txt").write_text("Governed by Ohio law. Nothing else.", encoding="utf-8")
-        cases.append({"id": cid, "txt": f"txt/{cid}.txt", "qa": [
-            {"category": "Governing Law", "kind": "extract", "question": "Which law?", "answer": "Ohio",
-             "evidence": ["Governed by Ohio law."]}]})  # fmt: skip
+        cases.append(
+            {
+                "id": cid,
+                "txt": f"txt/{cid}.txt",
+                "qa": [
+                    {
+                        "category": "Governing Law",
+                        "kind": "extract",
+                        "question": "Which law?",
+                        "answer": "Ohio",
+                        "evidence": ["Governed by Ohio law."],
+                    }
+                ],
+            }
+        )
     (tmp_path / "cases.jsonl").write_text("\n".join(json.dumps(c) for c in cases), encoding="utf-8")
     rows = list(contract_rows(tokenizer, tmp_path, exclude=()))
     assert [r.source for _, r in rows] == ["cuad-train-900"]

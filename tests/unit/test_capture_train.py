@@ -22,8 +22,14 @@ def _tiny(tokenizer):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=1)  # fmt: skip
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+    )
     lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=capture_train.TARGETS, task_type="CAUSAL_LM")
     return get_peft_model(LlamaForCausalLM(config), lora)
 
@@ -46,8 +52,13 @@ def test_a_step_lowers_the_loss_of_evidence_and_of_none(tokenizer):
     scorer = PointerScorer(model, tokenizer)
     labels = [0] * 11
     labels[7] = 1  # sentence 8 answers the first question; the second has no answer here (label 0)
-    item = Item("c", 0, tuple(f"Sentence {i} says something." for i in range(11)), ("Which law?", "Is there a cap?"),
-                (tuple(labels), (0,) * 11))  # fmt: skip
+    item = Item(
+        "c",
+        0,
+        tuple(f"Sentence {i} says something." for i in range(11)),
+        ("Which law?", "Is there a cap?"),
+        (tuple(labels), (0,) * 11),
+    )
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
     before, stats = item_loss(scorer, item)
     assert [s["positive"] for s in stats] == [True, False] and stats[1]["rank"] is None
@@ -61,8 +72,10 @@ def test_a_step_lowers_the_loss_of_evidence_and_of_none(tokenizer):
 def _rows() -> list[tuple[str, CaptureRow]]:
     text = "One. Two. Three."
     spans = ((0, 4), (5, 9), (10, 16))
-    return [(text, CaptureRow("c", k, spans, ("a", "b", "c"), ((0, k % 2, 0), (0, 0, 0), (int(k == 3), 0, 0))))
-            for k in range(6)] + [(text, CaptureRow("c", 9, (), ("a",), ((),)))]  # fmt: skip
+    return [
+        (text, CaptureRow("c", k, spans, ("a", "b", "c"), ((0, k % 2, 0), (0, 0, 0), (int(k == 3), 0, 0))))
+        for k in range(6)
+    ] + [(text, CaptureRow("c", 9, (), ("a",), ((),)))]
 
 
 def test_the_schedule_mixes_evidence_and_none_rows_and_grows_without_reordering():
@@ -89,8 +102,16 @@ def test_a_saved_step_resumes_the_adapter_and_the_optimiser(tokenizer, tmp_path)
     path = capture_train.save(tmp_path, 4, model, optimizer)
     assert (tmp_path / "latest").read_text() == "step-0004" and torch.load(path / "state.pt")["step"] == 4
     torch.manual_seed(1)
-    base = LlamaForCausalLM(LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
-                                        num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1))  # fmt: skip
+    base = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+        )
+    )
     base.load_state_dict(model.get_base_model().state_dict(), strict=False)
     again = PeftModel.from_pretrained(base, path, is_trainable=True)
     mine = {k: v for k, v in model.state_dict().items() if "lora_" in k}

@@ -47,8 +47,9 @@ def test_shifted_chunks_move_every_boundary_and_still_tile_the_text(text, tokeni
     shifted = split_into_chunks(text, tokenizer, n, shift)
     assert "".join(c.text(text) for c in shifted) == text
     assert shifted[0].start_token == 0 and shifted[0].end_token == shift % n
-    assert [c.start_token for c in shifted[1:]] == [c.start_token + shift % n for c in plain
-                                                    if c.start_token + shift % n < plain[-1].end_token]  # fmt: skip
+    assert [c.start_token for c in shifted[1:]] == [
+        c.start_token + shift % n for c in plain if c.start_token + shift % n < plain[-1].end_token
+    ]
     assert [c.index for c in shifted] == list(range(len(shifted)))
     assert split_into_chunks(text, tokenizer, n, n) == plain  # a whole chunk's shift moves nothing
     with pytest.raises(ValueError):

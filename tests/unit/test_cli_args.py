@@ -11,8 +11,11 @@ from tests.unit.test_cli_help import _commands
 
 def _positionals(parser: argparse.ArgumentParser) -> list[str]:
     """A value for each required positional argument: its first choice, else 1 (an id)."""
-    return [str(a.choices[0]) if a.choices else "1" for a in parser._actions
-            if not a.option_strings and not isinstance(a, argparse._SubParsersAction) and a.nargs is None]  # fmt: skip
+    return [
+        str(a.choices[0]) if a.choices else "1"
+        for a in parser._actions
+        if not a.option_strings and not isinstance(a, argparse._SubParsersAction) and a.nargs is None
+    ]
 
 
 def _subcommands(parser: argparse.ArgumentParser):

@@ -16,11 +16,24 @@ STALE_AFTER_POLLS = 30  # polls before the dead worker's heartbeat is stale: 15 
 
 
 def _view(reading_id: int, status: str) -> SimpleNamespace:
-    return SimpleNamespace(id=reading_id, document_id=1, question="Q?", answer="A" if status == "done" else None,
-                           status=status, error=None, model="m", chunk_tokens=96, memory_tokens=32, checkpoints=[],
-                           total_chunks=4, cursor=4 if status == "done" else 1, parent_reading_id=None,
-                           branched_at_step=None, created_at=None,
-                           progress=SimpleNamespace(reading_s=2.0, waiting_s=1.0))  # fmt: skip
+    return SimpleNamespace(
+        id=reading_id,
+        document_id=1,
+        question="Q?",
+        answer="A" if status == "done" else None,
+        status=status,
+        error=None,
+        model="m",
+        chunk_tokens=96,
+        memory_tokens=32,
+        checkpoints=[],
+        total_chunks=4,
+        cursor=4 if status == "done" else 1,
+        parent_reading_id=None,
+        branched_at_step=None,
+        created_at=None,
+        progress=SimpleNamespace(reading_s=2.0, waiting_s=1.0),
+    )
 
 
 @pytest.fixture
@@ -78,8 +91,14 @@ def test_review_hands_its_questions_to_a_running_worker_and_follows_them(monkeyp
     monkeypatch.setattr(cli_review, "migrate_db", lambda _settings: None)
     monkeypatch.setattr(cli_review, "local_admin", lambda _settings: None)
     monkeypatch.setattr(cli_readings, "live_worker", lambda _settings: server)
-    monkeypatch.setattr(review, "review", lambda *_a, enqueue, user: asked.update(enqueue=enqueue) or SimpleNamespace(
-        id=3, rows=[SimpleNamespace(reading_id=i) for i in range(10, 51)]))  # fmt: skip
+    monkeypatch.setattr(
+        review,
+        "review",
+        lambda *_a, enqueue, user: (
+            asked.update(enqueue=enqueue)
+            or SimpleNamespace(id=3, rows=[SimpleNamespace(reading_id=i) for i in range(10, 51)])
+        ),
+    )
     monkeypatch.setattr(review, "show_review", lambda *_a, user: SimpleNamespace(id=3, rows=[], page_unit="page"))
     monkeypatch.setattr(review, "filtered", lambda view, _which: view)
 

@@ -10,8 +10,13 @@ from training import compare
 
 
 def _results(suite_cases: dict[str, list[tuple[str, bool, str]]]) -> dict:
-    return {"cases": [{"task_id": i, "suite": suite, "sub_em": ok, "exact_match": ok, "answer": answer}
-                      for suite, cases in suite_cases.items() for i, ok, answer in cases]}  # fmt: skip
+    return {
+        "cases": [
+            {"task_id": i, "suite": suite, "sub_em": ok, "exact_match": ok, "answer": answer}
+            for suite, cases in suite_cases.items()
+            for i, ok, answer in cases
+        ]
+    }
 
 
 def _write(tmp_path, name, results):
@@ -23,8 +28,17 @@ def _write(tmp_path, name, results):
 
 def test_scores_difference_gains_losses_and_same_answers():
     before = _results({"contracts": [("a", True, "Nevada"), ("b", False, "Ohio"), ("c", True, "X"), ("d", False, "Y")]})
-    after = _results({"contracts": [("a", True, "the Nevada"), ("b", True, "Texas"), ("c", False, "Z"),
-                                    ("d", False, "Y"), ("e", True, "new")]})  # fmt: skip
+    after = _results(
+        {
+            "contracts": [
+                ("a", True, "the Nevada"),
+                ("b", True, "Texas"),
+                ("c", False, "Z"),
+                ("d", False, "Y"),
+                ("e", True, "new"),
+            ]
+        }
+    )
     r = compare.compare(before, after)["contracts"]
     assert (r["n"], r["only_before"], r["only_after"]) == (4, 0, 1)
     assert (r["before"], r["after"], r["difference"]) == (0.5, 0.5, 0.0)

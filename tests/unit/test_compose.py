@@ -275,11 +275,18 @@ def check_depends_on(d: Deployment) -> list[str]:
     needs = {
         "migrate": {"postgres": "service_healthy"},
         "app": {"postgres": "service_healthy", "redis": "service_healthy", "migrate": "service_completed_successfully"},
-        "worker": {"postgres": "service_healthy", "redis": "service_healthy", "vllm": "service_healthy",
-                   "migrate": "service_completed_successfully"},
-        "trainer": {"postgres": "service_healthy", "redis": "service_healthy",
-                    "migrate": "service_completed_successfully"},
-    }  # fmt: skip
+        "worker": {
+            "postgres": "service_healthy",
+            "redis": "service_healthy",
+            "vllm": "service_healthy",
+            "migrate": "service_completed_successfully",
+        },
+        "trainer": {
+            "postgres": "service_healthy",
+            "redis": "service_healthy",
+            "migrate": "service_completed_successfully",
+        },
+    }
     for name, wanted in needs.items():
         have = depends_on(d.services.get(name, {}))
         for dep, condition in wanted.items():
@@ -294,9 +301,10 @@ def check_data_services(d: Deployment) -> list[str]:
     command = d.command_of("redis") if redis else []
     if "--appendonly" not in command or command[command.index("--appendonly") + 1 :][:1] != ["yes"]:
         problems.append("redis: not append-only (`redis-server --appendonly yes`)")
-    mounts = {name: [str(v).split(":")[1] if ":" in str(v) else str(v)
-                     for v in d.services.get(name, {}).get("volumes", [])]
-              for name in ("postgres", "redis")}  # fmt: skip
+    mounts = {
+        name: [str(v).split(":")[1] if ":" in str(v) else str(v) for v in d.services.get(name, {}).get("volumes", [])]
+        for name in ("postgres", "redis")
+    }
     if "/data" not in mounts["redis"]:
         problems.append("redis: its /data (the append-only file) is not on a volume")
     if "/var/lib/postgresql/data" not in mounts["postgres"]:
@@ -413,8 +421,14 @@ def check_shared_uploads(d: Deployment) -> list[str]:
     mounts = {}
     for name in ("app", "worker", "trainer"):
         data_dir = d.env_of(name).get("LONGREAD_DATA_DIR") if name in d.services else None
-        volume = next((str(v).split(":")[0] for v in d.services.get(name, {}).get("volumes", [])
-                       if str(v).split(":")[1:2] == [data_dir]), None)  # fmt: skip
+        volume = next(
+            (
+                str(v).split(":")[0]
+                for v in d.services.get(name, {}).get("volumes", [])
+                if str(v).split(":")[1:2] == [data_dir]
+            ),
+            None,
+        )
         if volume is None or volume not in (d.config.get("volumes") or {}):
             problems.append(f"{name}: LONGREAD_DATA_DIR ({data_dir}) is not on a named volume")
         mounts[name] = volume
@@ -439,8 +453,9 @@ def check_trainer(d: Deployment) -> list[str]:
     mounts = {}
     for name in ("app", "trainer"):
         folder = d.env_of(name).get("LONGREAD_TRAINING_DIR") if name in d.services else None
-        mounts[name] = next((str(v) for v in d.services.get(name, {}).get("volumes", [])
-                             if str(v).split(":")[1:2] == [folder]), None)  # fmt: skip
+        mounts[name] = next(
+            (str(v) for v in d.services.get(name, {}).get("volumes", []) if str(v).split(":")[1:2] == [folder]), None
+        )
         if mounts[name] is None or mounts[name].endswith(":ro"):
             problems.append(f"{name}: LONGREAD_TRAINING_DIR ({folder}) is not on a writable volume")
     if len({str(m).split(":")[0] for m in mounts.values()}) != 1:

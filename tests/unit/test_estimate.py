@@ -28,10 +28,12 @@ def test_an_extractive_version_is_estimated_without_writing_a_memory_per_chunk(t
     """Its chunks are scored, not rewritten: one model call (the answer), so a long document costs little more
     than a short one."""
     settings = Settings(data_dir=tmp_path, engine="vllm-local")
-    kept = ModelVersion(name="kept", base_model="m", engine=None, template_set=settings.template_set,
-                        memory_policy="extractive")  # fmt: skip
-    written = ModelVersion(name="written", base_model="m", engine=None, template_set=settings.template_set,
-                           memory_policy="generative")  # fmt: skip
+    kept = ModelVersion(
+        name="kept", base_model="m", engine=None, template_set=settings.template_set, memory_policy="extractive"
+    )
+    written = ModelVersion(
+        name="written", base_model="m", engine=None, template_set=settings.template_set, memory_policy="generative"
+    )
     short, long = estimate_reading(4096, settings, kept), estimate_reading(409_600, settings, kept)
     assert long.chunks == 100 * short.chunks
     assert long.seconds - short.seconds == pytest.approx((long.chunks - short.chunks) * EXTRACT_S_PER_CHUNK, abs=0.1)
@@ -39,8 +41,13 @@ def test_an_extractive_version_is_estimated_without_writing_a_memory_per_chunk(t
 
 
 def _health(state: str, starting_for_s: float | None = None) -> Health:
-    return Health(workers=0 if state == "none" else 1, engine_state=state, engine="vllm-local", detail=None,
-                  starting_for_s=starting_for_s)  # fmt: skip
+    return Health(
+        workers=0 if state == "none" else 1,
+        engine_state=state,
+        engine="vllm-local",
+        detail=None,
+        starting_for_s=starting_for_s,
+    )
 
 
 def test_a_pass_shares_the_writing_on_vllm_and_not_in_process(tmp_path):

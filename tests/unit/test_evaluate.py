@@ -42,8 +42,10 @@ def test_evaluate_scores_with_the_verifier_and_reads_one_document_once_per_chunk
     agent = MemoryAgent(engine, AgentConfig(chunk_tokens=64, memory_tokens=16, answer_tokens=8))
     results = evaluate(agent, tasks, "cases", lambda t: "g")
     assert [(r.task_id, r.answer, r.sub_em, r.exact_match) for r in results] == [
-        ("a", "Oslo, Norway", True, True), ("b", "Oslo, Norway", False, False),
-        ("c", "Oslo, Norway", True, False)]  # fmt: skip
+        ("a", "Oslo, Norway", True, True),
+        ("b", "Oslo, Norway", False, False),
+        ("c", "Oslo, Norway", True, False),
+    ]
     chunks = len(agent.chunks(doc))
     assert len(engine.calls) == chunks + 1 and all(len(m) == 3 for m, _ in engine.calls)  # all three together
     assert results[0].final_memory == "The box is in Oslo." and results[0].chunks == chunks
@@ -51,16 +53,23 @@ def test_evaluate_scores_with_the_verifier_and_reads_one_document_once_per_chunk
     (row,) = summarize(results)
     assert row["n"] == 3 and row["sub_em"] == pytest.approx(2 / 3) and row["exact_match"] == pytest.approx(1 / 3)
     out = cases_json(results, ["d.txt"] * 3)
-    assert out == {"cases": [{"document": "d.txt", "question": t.question, "answer": "Oslo, Norway", "correct": c}
-                             for t, c in zip(tasks, (True, False, True))],
-                   "sub_em": pytest.approx(2 / 3), "exact_match": pytest.approx(1 / 3)}  # fmt: skip
+    assert out == {
+        "cases": [
+            {"document": "d.txt", "question": t.question, "answer": "Oslo, Norway", "correct": c}
+            for t, c in zip(tasks, (True, False, True))
+        ],
+        "sub_em": pytest.approx(2 / 3),
+        "exact_match": pytest.approx(1 / 3),
+    }
 
 
 def test_evaluate_reports_the_parties_named_of_a_parties_question(tokenizer):
     doc = "The red box is in Oslo. " * 5
     parties = 'Oslo Shipping AS ("Oslo"); Bergen Lines Ltd. ("Bergen")'
-    tasks = [Task("p", doc, "Who are the parties?", (parties,), kind="contract:Parties"),
-             Task("l", doc, "Which law?", ("Oslo",), kind="contract:Governing Law")]  # fmt: skip
+    tasks = [
+        Task("p", doc, "Who are the parties?", (parties,), kind="contract:Parties"),
+        Task("l", doc, "Which law?", ("Oslo",), kind="contract:Governing Law"),
+    ]
     agent = MemoryAgent(FakeEngine(tokenizer, _answer_oslo), AgentConfig(chunk_tokens=64))
     results = evaluate(agent, tasks, "contracts", lambda t: t.kind)
     assert [(r.sub_em, r.party_recall) for r in results] == [(False, 0.5), (True, None)]  # one of two parties
@@ -70,15 +79,28 @@ def test_evaluate_reports_the_parties_named_of_a_parties_question(tokenizer):
 
 def test_write_makes_table_plot_and_json(tmp_path, tokenizer):
     doc = "The red box is in Oslo. " * 5
-    tasks = [Task(f"t{i}", doc, "Where?", ("Oslo",) if i % 2 else ("Rome",), kind="single-needle", doc_tokens=2048)
-             for i in range(4)]  # fmt: skip
+    tasks = [
+        Task(f"t{i}", doc, "Where?", ("Oslo",) if i % 2 else ("Rome",), kind="single-needle", doc_tokens=2048)
+        for i in range(4)
+    ]
     agent = MemoryAgent(FakeEngine(tokenizer, _answer_oslo), AgentConfig(chunk_tokens=64))
     results = evaluate(agent, tasks, "synthetic", lambda t: "2K")
-    contract = evaluate(agent, [Task("c", doc, "Law?", ("Oslo",), kind="contract:Governing Law")], "contracts",
-                        lambda t: "Governing Law")  # fmt: skip
-    out = {"config": {"label": "fake", "agent": {"template_set": "memagent", "chunk_tokens": 64, "memory_tokens": 9},
-                      "engine": "fake"}, "summary": summarize(results + contract), "timing": [],
-           "cases": []}  # fmt: skip
+    contract = evaluate(
+        agent,
+        [Task("c", doc, "Law?", ("Oslo",), kind="contract:Governing Law")],
+        "contracts",
+        lambda t: "Governing Law",
+    )
+    out = {
+        "config": {
+            "label": "fake",
+            "agent": {"template_set": "memagent", "chunk_tokens": 64, "memory_tokens": 9},
+            "engine": "fake",
+        },
+        "summary": summarize(results + contract),
+        "timing": [],
+        "cases": [],
+    }
     write(out, tmp_path)
     table = (tmp_path / "table.md").read_text()
     assert "| synthetic | 2K | single-needle | 2,048 | 4 | 50.0% | 0.0% |" in table  # "Oslo, Norway": sub-EM only

@@ -218,8 +218,10 @@ def test_books_train_on_made_questions_never_on_those_the_books_suite_scores(sou
     assert trained and {q.kind for q in trained} == {"book:speaker"}
     assert not {t.id for t in scored} & {q.id for q in trained}
     for q in trained:  # nor the passage of a scored question
-        assert not any(_squash(t.evidence[0]) in _squash(q.evidence[0]) or _squash(q.evidence[0]) in
-                       _squash(t.evidence[0]) for t in scored)  # fmt: skip
+        assert not any(
+            _squash(t.evidence[0]) in _squash(q.evidence[0]) or _squash(q.evidence[0]) in _squash(t.evidence[0])
+            for t in scored
+        )
 
 
 def test_only_the_groups_asked_for_are_loaded(tokenizer):
@@ -273,8 +275,10 @@ def test_an_answer_is_also_taught_from_the_evidence_as_the_reader_keeps_it(sourc
     assert passage_memory(replace(title, answers=("11/1/04",)), oracle, tokenizer, 128, random.Random(0)) is None
     # a question the document does not answer: a passage from a sentence drawn at random (answered as its gold)
     nothing = replace(title, question="Which law governs it?", answers=("The document does not say.",), evidence=())
-    drawn = {passage_memory(replace(nothing, kind=ABSENT), NO_EVIDENCE_MEMORY, tokenizer, 128, random.Random(seed))
-             for seed in range(6)}  # fmt: skip
+    drawn = {
+        passage_memory(replace(nothing, kind=ABSENT), NO_EVIDENCE_MEMORY, tokenizer, 128, random.Random(seed))
+        for seed in range(6)
+    }
     assert len(drawn) > 1 and all(" ".join(doc.split()).find(p[:40]) >= 0 for p in drawn)
     assert passage_memory(nothing, oracle, tokenizer, 128, random.Random(0)) is None  # no evidence, not ABSENT
     # on drawn contract questions: most get one, each holds the oracle's memory and names the gold

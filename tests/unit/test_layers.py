@@ -79,6 +79,11 @@ def test_imports_point_one_way(folder, forbidden):
 def test_api_schemas_compute_nothing():
     """No `of()` (or any other) method computes progress, ETAs or estimates in the schemas."""
     tree = ast.parse((APP / "api" / "schemas.py").read_text(encoding="utf-8"))
-    methods = [f"{c.name}.{f.name}" for c in tree.body if isinstance(c, ast.ClassDef)
-               for f in c.body if isinstance(f, ast.FunctionDef)]  # fmt: skip
+    methods = [
+        f"{c.name}.{f.name}"
+        for c in tree.body
+        if isinstance(c, ast.ClassDef)
+        for f in c.body
+        if isinstance(f, ast.FunctionDef)
+    ]
     assert methods == []

@@ -18,11 +18,14 @@ LAW = "This Agreement shall be governed by the laws of the State of Nevada."
         ([NO_EVIDENCE_MEMORY, "Governed by Nevada law.", "Governed by Nevada law."], True, "correct"),
         ([NO_EVIDENCE_MEMORY, NO_EVIDENCE_MEMORY, "Section 14 defines Affiliate."], False, "never-entered"),
         (["Affiliate means any entity.", "Governed by the laws of Nevada.", "Section 14."], False, "overwritten"),
-        ([NO_EVIDENCE_MEMORY, "Governed by the laws of Nevada.", "Governed by the laws of Nevada."], False,
-         "answer-missed"),
+        (
+            [NO_EVIDENCE_MEMORY, "Governed by the laws of Nevada.", "Governed by the laws of Nevada."],
+            False,
+            "answer-missed",
+        ),
         ([], False, "never-entered"),
     ],
-)  # fmt: skip
+)
 def test_each_miss_is_placed_by_the_memories(memories, correct, expected):
     assert misses.where(memories, ["Nevada"], [LAW], correct) == expected
 
@@ -45,8 +48,15 @@ def test_parties_are_held_only_when_every_party_is():
 def test_a_yes_no_question_is_held_by_its_clause_not_by_the_word_yes():
     clause = "Licensee shall not sell competing products in the Territory during the Term."
     assert misses.where(["Yes, yes."], ["Yes"], [clause], False) == "never-entered"
-    assert misses.where(["Licensee may not sell competing products in the Territory.", "Notices go to Ohio."],
-                        ["Yes"], [clause], False) == "overwritten"  # fmt: skip
+    assert (
+        misses.where(
+            ["Licensee may not sell competing products in the Territory.", "Notices go to Ohio."],
+            ["Yes"],
+            [clause],
+            False,
+        )
+        == "overwritten"
+    )
 
 
 def test_questions_the_document_does_not_answer():
@@ -72,8 +82,14 @@ def test_rates_per_suite_in_the_summary_and_table():
         _case("absent", (NOT_IN_DOCUMENT,), ["The code is 7."], "7"),  # kept something
         _case("absent", (NOT_IN_DOCUMENT,), [NO_EVIDENCE_MEMORY], NOT_IN_DOCUMENT),  # correct, kept nothing
     ]
-    assert [c.where for c in cases] == ["correct", "answer-missed", "overwritten", "never-entered",
-                                        "kept-something", "correct"]  # fmt: skip
+    assert [c.where for c in cases] == [
+        "correct",
+        "answer-missed",
+        "overwritten",
+        "never-entered",
+        "kept-something",
+        "correct",
+    ]
     s = suite_summary(cases)["contracts"]
     assert s["n"] == 6 and s["answerable"] == 4 and s["unanswerable"] == 2
     assert (s["never-entered"], s["overwritten"], s["answer-missed"]) == (0.25, 0.25, 0.25)
@@ -86,8 +102,12 @@ def test_rates_per_suite_in_the_summary_and_table():
 
 
 def test_balanced_accuracy_of_yes_no_questions():
-    always_no = [_case("c", ("Yes",), ["x"], "No"), _case("c", ("No",), ["x"], "No"),
-                 _case("c", ("No",), ["y"], "No"), _case("c", ("No",), ["z"], "No")]  # fmt: skip
+    always_no = [
+        _case("c", ("Yes",), ["x"], "No"),
+        _case("c", ("No",), ["x"], "No"),
+        _case("c", ("No",), ["y"], "No"),
+        _case("c", ("No",), ["z"], "No"),
+    ]
     assert suite_summary(always_no)["contracts"]["balanced_accuracy"] == 0.5
 
 

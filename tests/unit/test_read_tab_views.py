@@ -27,14 +27,47 @@ def test_a_finished_branch_counts_the_chunks_it_read_not_the_whole_document() ->
 
 
 def _reading(i: int, question: str, answer: str | None, memory: str | None, status: str = "done") -> ReadingView:
-    steps = [CheckpointView(step=3, memory=memory, start_char=0, end_char=9, first_page=1, last_page=1, origin="agent",
-                            edited_by=None, prompt_tokens=1, completion_tokens=1, seconds=0.1,
-                            created_at=datetime(2026, 1, 1))] if memory is not None else []  # fmt: skip
-    return ReadingView(id=i, document_id=1, question=question, status=status, answer=answer, final_output=None,
-                       error=None, model="m", chunk_tokens=64, memory_tokens=32, template_set="memagent",
-                       memory_policy="generative", cursor=3,
-                       total_chunks=3, created_at=None, parent_reading_id=None, branched_at_step=None,
-                       progress=ProgressView(3, 3, None, None), checkpoints=steps)  # fmt: skip
+    steps = (
+        [
+            CheckpointView(
+                step=3,
+                memory=memory,
+                start_char=0,
+                end_char=9,
+                first_page=1,
+                last_page=1,
+                origin="agent",
+                edited_by=None,
+                prompt_tokens=1,
+                completion_tokens=1,
+                seconds=0.1,
+                created_at=datetime(2026, 1, 1),
+            )
+        ]
+        if memory is not None
+        else []
+    )
+    return ReadingView(
+        id=i,
+        document_id=1,
+        question=question,
+        status=status,
+        answer=answer,
+        final_output=None,
+        error=None,
+        model="m",
+        chunk_tokens=64,
+        memory_tokens=32,
+        template_set="memagent",
+        memory_policy="generative",
+        cursor=3,
+        total_chunks=3,
+        created_at=None,
+        parent_reading_id=None,
+        branched_at_step=None,
+        progress=ProgressView(3, 3, None, None),
+        checkpoints=steps,
+    )
 
 
 def test_a_pass_shows_every_answer_beside_its_memory_and_escapes_them() -> None:

@@ -78,8 +78,9 @@ class _WordScorer:
 
 def test_the_extractive_memory_keeps_scored_sentences_verbatim_and_generates_nothing(tokenizer):
     engine = FakeEngine(tokenizer, lambda m: "\\boxed{never asked}")
-    config = AgentConfig(chunk_tokens=40, memory_tokens=64, answer_tokens=16, template_set="memagent",
-                         memory_policy="extractive")  # fmt: skip
+    config = AgentConfig(
+        chunk_tokens=40, memory_tokens=64, answer_tokens=16, template_set="memagent", memory_policy="extractive"
+    )
     agent = MemoryAgent(engine, config, scorer=_WordScorer("Ohio"))
     first = agent.update([(LAW, None, CONTRACT)])[0]
     assert first.text == "This Agreement shall be governed by and construed under the laws of the State of Ohio."
@@ -96,8 +97,9 @@ def test_the_extractive_memory_keeps_scored_sentences_verbatim_and_generates_not
 def test_the_extractive_memory_stays_within_its_budget_best_first(tokenizer):
     lines = [f"Clause {i}: the laws of Ohio apply to part {i} of the work done here." for i in range(12)]
     engine = FakeEngine(tokenizer, lambda m: "")
-    config = AgentConfig(chunk_tokens=400, memory_tokens=60, answer_tokens=16, template_set="memagent",
-                         memory_policy="extractive")  # fmt: skip
+    config = AgentConfig(
+        chunk_tokens=400, memory_tokens=60, answer_tokens=16, template_set="memagent", memory_policy="extractive"
+    )
     memory = MemoryAgent(engine, config, scorer=_WordScorer("Ohio")).update([(LAW, None, " ".join(lines))])[0].text
     kept = memory.split("\n")
     assert 1 < len(kept) < len(lines) and all(line in lines for line in kept)
@@ -108,8 +110,9 @@ def test_the_extractive_memory_keeps_the_best_first_and_no_look_alike_far_below_
     """The small reader answers from the first lines and names every look-alike it sees: the best line comes first,
     and a line scoring more than `KEEP_MARGIN` below it is not kept, though it reaches the threshold."""
     engine = FakeEngine(tokenizer, lambda m: "")
-    config = AgentConfig(chunk_tokens=400, memory_tokens=100, answer_tokens=16, template_set="memagent",
-                         memory_policy="extractive")  # fmt: skip
+    config = AgentConfig(
+        chunk_tokens=400, memory_tokens=100, answer_tokens=16, template_set="memagent", memory_policy="extractive"
+    )
     chunk = "The code of Ann is 1. The code of Bob is 2. Rain fell."
     memory = MemoryAgent(engine, config, scorer=_WordScorer("Bob", weaker="code")).update([("Bob?", None, chunk)])
     assert KEEP_MARGIN < 3.0 - 1.5 and 1.5 > KEEP_THRESHOLD

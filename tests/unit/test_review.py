@@ -52,10 +52,12 @@ STEPS = [
 QUESTIONS = {category: question for category, _, question in REVIEW_QUESTIONS}
 
 
-def reading(answer: str | None, status: str = "done", reading_id: int = 1, steps=STEPS,
-            category: str = "Governing Law") -> SimpleNamespace:  # fmt: skip
-    return SimpleNamespace(id=reading_id, status=status, question=QUESTIONS[category], answer=answer,
-                           timeline=lambda: list(steps))  # fmt: skip
+def reading(
+    answer: str | None, status: str = "done", reading_id: int = 1, steps=STEPS, category: str = "Governing Law"
+) -> SimpleNamespace:
+    return SimpleNamespace(
+        id=reading_id, status=status, question=QUESTIONS[category], answer=answer, timeline=lambda: list(steps)
+    )
 
 
 def view(rows: list, unit: str = "page") -> ReviewView:
@@ -65,9 +67,11 @@ def view(rows: list, unit: str = "page") -> ReviewView:
 def test_the_41_questions_are_the_data_files_questions():
     assert len(REVIEW_QUESTIONS) == 41 and len({c for c, _, _ in REVIEW_QUESTIONS}) == 41
     assert sum(k == EXTRACT for _, k, _ in REVIEW_QUESTIONS) == 8
-    held_out = {q["category"]: q["question"]
-                for c in json.loads((DATA_DIR / "contracts" / "cases.json").read_text(encoding="utf-8"))
-                for q in c["qa"]}  # fmt: skip
+    held_out = {
+        q["category"]: q["question"]
+        for c in json.loads((DATA_DIR / "contracts" / "cases.json").read_text(encoding="utf-8"))
+        for q in c["qa"]
+    }
     with (DATA_DIR / "contracts-train" / "cases.jsonl").open(encoding="utf-8") as f:
         train = {q["category"]: q for q in json.loads(f.readline())["qa"]}
     for category, kind, question in REVIEW_QUESTIONS:
@@ -107,28 +111,39 @@ def test_an_answer_no_memory_held_and_an_unfinished_reading_have_no_evidence():
 
 def test_a_rows_evidence_is_the_passage_provenance_shows_for_its_answer():
     # "Delaware" is in an address (step 1) and in the governing-law clause (step 3): both views say step 3.
-    chunks = ["Acme Inc. is a corporation of Delaware with offices in Dover. The laws of the state apply to it. ",
-              "The Buyer pays within thirty days. Late payments bear interest. ",
-              "This Agreement is governed by the laws of the State of Delaware. Either party may end it. "]  # fmt: skip
+    chunks = [
+        "Acme Inc. is a corporation of Delaware with offices in Dover. The laws of the state apply to it. ",
+        "The Buyer pays within thirty days. Late payments bear interest. ",
+        "This Agreement is governed by the laws of the State of Delaware. Either party may end it. ",
+    ]
     text, starts = "".join(chunks), [sum(map(len, chunks[:k])) for k in range(3)]
-    memories = ["Acme is a Delaware corporation.", "Acme is a Delaware corporation. Payment within 30 days.",
-                "Acme is a Delaware corporation. Payment within 30 days. Governed by the laws of the State of "
-                "Delaware."]  # fmt: skip
+    memories = [
+        "Acme is a Delaware corporation.",
+        "Acme is a Delaware corporation. Payment within 30 days.",
+        "Acme is a Delaware corporation. Payment within 30 days. Governed by the laws of the State of Delaware.",
+    ]
     steps = [SimpleNamespace(memory=m, start_char=a, end_char=a + len(c)) for m, a, c in zip(memories, starts, chunks)]
     row = review_row("Governing Law", EXTRACT, reading("Delaware", steps=steps), text, starts)
-    *_, traced = trace(text, [(c.start_char, c.end_char) for c in steps], memories, QUESTIONS["Governing Law"],
-                       "Delaware")  # fmt: skip
-    assert (row.step, row.passage_start, row.passage_end) == (traced.step, traced.start, traced.end) == (
-        3, text.index("This Agreement"), text.index(" Either"))  # fmt: skip
+    *_, traced = trace(
+        text, [(c.start_char, c.end_char) for c in steps], memories, QUESTIONS["Governing Law"], "Delaware"
+    )
+    assert (
+        (row.step, row.passage_start, row.passage_end)
+        == (traced.step, traced.start, traced.end)
+        == (3, text.index("This Agreement"), text.index(" Either"))
+    )
     assert row.first_page == 3
 
 
 def rows() -> list:
-    return [review_row("Governing Law", EXTRACT, reading("Ohio law.", reading_id=1), TEXT, STARTS),
-            review_row("Insurance", YES_NO, reading("Yes, it does.", reading_id=2, category="Insurance"), TEXT, STARTS),
-            review_row("Audit Rights", YES_NO, reading("No.", reading_id=3, category="Audit Rights"), TEXT, STARTS),
-            review_row("Cap On Liability", YES_NO, reading(None, "queued", reading_id=4, category="Cap On Liability"),
-                       TEXT, STARTS)]  # fmt: skip
+    return [
+        review_row("Governing Law", EXTRACT, reading("Ohio law.", reading_id=1), TEXT, STARTS),
+        review_row("Insurance", YES_NO, reading("Yes, it does.", reading_id=2, category="Insurance"), TEXT, STARTS),
+        review_row("Audit Rights", YES_NO, reading("No.", reading_id=3, category="Audit Rights"), TEXT, STARTS),
+        review_row(
+            "Cap On Liability", YES_NO, reading(None, "queued", reading_id=4, category="Cap On Liability"), TEXT, STARTS
+        ),
+    ]
 
 
 def test_filters_keep_the_rows_they_name():
@@ -145,9 +160,15 @@ def test_filters_keep_the_rows_they_name():
 def test_csv_export_has_a_header_and_a_line_a_row():
     got = list(csv.reader(io.StringIO(to_csv(view(rows())))))
     assert tuple(got[0]) == EXPORT_COLUMNS
-    assert got[1] == ["Governing Law", "extract", "Ohio law.", "page 2",
-                      "This Agreement shall be governed by the laws of the State of Ohio.",
-                      page_link(3, rows()[0]), "1"]  # fmt: skip
+    assert got[1] == [
+        "Governing Law",
+        "extract",
+        "Ohio law.",
+        "page 2",
+        "This Agreement shall be governed by the laws of the State of Ohio.",
+        page_link(3, rows()[0]),
+        "1",
+    ]
     assert got[1][5].startswith("/api/documents/3/pages/2.png?start=")
     assert got[3][2:4] == ["No.", ""] and got[4][2] == "(queued)"
     only_yes = list(csv.reader(io.StringIO(to_csv(filtered(view(rows()), "Yes")))))

@@ -93,9 +93,19 @@ def test_suite_documents_follow_the_split(suite):
 def test_contracts_suite_uploads_the_pdf_and_asks_the_eight_categories():
     doc = s.suite_documents("contracts", "held-out", limit=1)[0]
     assert doc.id == "cuad-000" and doc.data().startswith(b"%PDF")
-    assert {t.kind for t in doc.tasks} <= {f"contract:{c}" for c in (
-        "Document Name", "Parties", "Agreement Date", "Effective Date", "Expiration Date", "Renewal Term",
-        "Notice Period To Terminate Renewal", "Governing Law")}  # fmt: skip
+    assert {t.kind for t in doc.tasks} <= {
+        f"contract:{c}"
+        for c in (
+            "Document Name",
+            "Parties",
+            "Agreement Date",
+            "Effective Date",
+            "Expiration Date",
+            "Renewal Term",
+            "Notice Period To Terminate Renewal",
+            "Governing Law",
+        )
+    }
 
 
 def test_clauses_suite_asks_the_33_yes_no_categories_with_their_descriptions():
@@ -143,12 +153,16 @@ def test_synthetic_dev_reads_training_novels_at_a_seed_training_never_draws(toke
 def test_a_cases_file_becomes_documents_to_upload_with_their_questions(tmp_path):
     (tmp_path / "a.pdf").write_bytes(b"%PDF-1.4 made up")
     (tmp_path / "b.docx").write_bytes(b"PK made up")
-    rows = [{"document": "a.pdf", "question": "Title?", "answers": ["X"]},
-            {"document": "b.docx", "question": "Law?", "answers": "Ohio"},
-            {"document": str(tmp_path / "a.pdf"), "question": "Parties?", "answers": ["Y", "Z"]}]  # fmt: skip
+    rows = [
+        {"document": "a.pdf", "question": "Title?", "answers": ["X"]},
+        {"document": "b.docx", "question": "Law?", "answers": "Ohio"},
+        {"document": str(tmp_path / "a.pdf"), "question": "Parties?", "answers": ["Y", "Z"]},
+    ]
     (tmp_path / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     a, b = s.cases_documents(tmp_path / "cases.jsonl")
     assert (a.source, a.data()) == (tmp_path / "a.pdf", b"%PDF-1.4 made up")
-    assert [(t.id, t.question, t.answers) for t in a.tasks] == [("case-0", "Title?", ("X",)),
-                                                               ("case-2", "Parties?", ("Y", "Z"))]  # fmt: skip
+    assert [(t.id, t.question, t.answers) for t in a.tasks] == [
+        ("case-0", "Title?", ("X",)),
+        ("case-2", "Parties?", ("Y", "Z")),
+    ]
     assert b.filename == "b.docx" and b.tasks[0].answers == ("Ohio",) and s.group_of(b.tasks[0]) == "cases"

@@ -197,10 +197,8 @@ def test_contract_tasks_filter_categories_and_keep_verbatim_evidence():
 
 
 def test_oracle_memories_keep_whole_evidence_sentences_in_order():
-    doc = ("It rained. Nobody came. Ada's key is in the red box. The cat slept. "
-           "The red box is in Oslo. The end came.")  # fmt: skip
-    task = Task("t", doc, "Where is Ada's key?", ("Oslo",), ("Ada's key is in the red box.",
-                                                              "The red box is in Oslo."))  # fmt: skip
+    doc = "It rained. Nobody came. Ada's key is in the red box. The cat slept. The red box is in Oslo. The end came."
+    task = Task("t", doc, "Where is Ada's key?", ("Oslo",), ("Ada's key is in the red box.", "The red box is in Oslo."))
     chunks = [doc[:24], doc[24:40], doc[40:70], doc[70:]]
     assert "".join(chunks) == doc
     assert oracle_memories(task, chunks) == [
@@ -213,12 +211,16 @@ def test_oracle_memories_keep_whole_evidence_sentences_in_order():
 
 
 def test_oracle_memory_widens_a_clause_to_its_sentence_across_abbreviations():
-    doc = ("1. Parties.\n\nThis Agreement is made by Acme Co. and Bolt Inc. on May 1, 2020 in Paris. "
-           "Other terms follow here.\n\n2. Law. This Agreement is governed by the laws of Ohio. Fin.")  # fmt: skip
+    doc = (
+        "1. Parties.\n\nThis Agreement is made by Acme Co. and Bolt Inc. on May 1, 2020 in Paris. "
+        "Other terms follow here.\n\n2. Law. This Agreement is governed by the laws of Ohio. Fin."
+    )
     task = Task("c", doc, "Who are the parties?", ("Acme",), ("Acme Co.", "Bolt Inc", "laws of Ohio"))
     (memory,) = oracle_memories(task, [doc])
-    assert memory == ("This Agreement is made by Acme Co. and Bolt Inc. on May 1, 2020 in Paris.\n"
-                      "This Agreement is governed by the laws of Ohio.")  # fmt: skip
+    assert memory == (
+        "This Agreement is made by Acme Co. and Bolt Inc. on May 1, 2020 in Paris.\n"
+        "This Agreement is governed by the laws of Ohio."
+    )
 
 
 def test_oracle_memories_of_a_real_task_grow_to_all_evidence(tokenizer, mixed):
@@ -248,9 +250,11 @@ def test_cases_file_paths_are_relative_to_the_file(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.txt").write_text("The key is under the mat.")
     (tmp_path / "cases.jsonl").write_text(
-        json.dumps({"document": "docs/a.txt", "question": "Where is the key?", "answers": ["under the mat"]}) + "\n\n"
-        + json.dumps({"document": str(tmp_path / "docs" / "a.txt"), "question": "What?", "answers": "mat"}) + "\n"
-    )  # fmt: skip
+        json.dumps({"document": "docs/a.txt", "question": "Where is the key?", "answers": ["under the mat"]})
+        + "\n\n"
+        + json.dumps({"document": str(tmp_path / "docs" / "a.txt"), "question": "What?", "answers": "mat"})
+        + "\n"
+    )
     a, b = cases_tasks(tmp_path / "cases.jsonl")
     assert a.document == "The key is under the mat." and a.document is b.document
     assert a.answers == ("under the mat",) and b.answers == ("mat",)
@@ -263,13 +267,23 @@ def test_feedback_makes_tasks_only_from_right_answers_and_corrections(tmp_path):
     (tmp_path / "d.txt").write_text("Some contract text.")
     rows = [
         {"document_id": 7, "question": "Law?", "answer": "Ohio", "verdict": "correct", "corrected_answer": None},
-        {"document_id": 7, "question": "Term?", "answer": "1 year", "verdict": "incorrect",
-         "corrected_answer": "2 years"},
+        {
+            "document_id": 7,
+            "question": "Term?",
+            "answer": "1 year",
+            "verdict": "incorrect",
+            "corrected_answer": "2 years",
+        },
         {"document_id": 7, "question": "Who?", "answer": "Acme", "verdict": "incorrect", "corrected_answer": ""},
-        {"document_path": "d.txt", "question": "Where?", "answer": "x", "verdict": "wrong-with-correction",
-         "corrected_answer": "Paris"},
+        {
+            "document_path": "d.txt",
+            "question": "Where?",
+            "answer": "x",
+            "verdict": "wrong-with-correction",
+            "corrected_answer": "Paris",
+        },
         {"document_text": "inline", "question": "Q?", "answer": "y", "verdict": "unsure"},
-    ]  # fmt: skip
+    ]
     path = tmp_path / "feedback.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     tasks = feedback_tasks(path, documents=lambda i: f"document {i}")

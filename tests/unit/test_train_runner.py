@@ -37,8 +37,13 @@ def test_a_runs_tracker_records_stay_with_the_apps_training_data(monkeypatch: py
 def test_a_runs_evaluation_is_typed_jobs_at_the_runs_sizes_that_come_back_from_their_file(tmp_path):
     from app.services.train_job import EvalJob, read_job, write_job
 
-    config = {"template_set": "memagent", "chunk_tokens": 256, "memory_tokens": 64, "answer_tokens": 16,
-              "data": {"curriculum": [[512, 2], [256, 1]], "synthetic_kinds": ["multi-hop"]}}  # fmt: skip
+    config = {
+        "template_set": "memagent",
+        "chunk_tokens": 256,
+        "memory_tokens": 64,
+        "answer_tokens": 16,
+        "data": {"curriculum": [[512, 2], [256, 1]], "synthetic_kinds": ["multi-hop"]},
+    }
     settings = Settings(data_dir=tmp_path, engine="openai", openai_base_url="http://127.0.0.1:9/v1", eval_n=3)
     (job,) = train_runner.eval_jobs(settings, config, ("smollm2", "/a"), tmp_path, "candidate")  # no held-out cases
     assert (job.model, job.adapter, job.engine) == ("smollm2", "/a", "transformers")  # a served model loads no adapter

@@ -19,19 +19,36 @@ from training.tasks import Task
 def _files(tmp_path: Path, feedback: int, cases: int) -> tuple[Path, Path]:
     (tmp_path / "doc.txt").write_text("The rent is 59 crowns, due on the first day of the month.")
     fb = tmp_path / "feedback.jsonl"
-    fb.write_text("".join(json.dumps({"reading_id": i, "question": f"feedback question {i}?", "verdict": "correct",
-                                      "answer": "59 crowns", "document_path": "doc.txt"}) + "\n"
-                          for i in range(feedback)))  # fmt: skip
+    fb.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "reading_id": i,
+                    "question": f"feedback question {i}?",
+                    "verdict": "correct",
+                    "answer": "59 crowns",
+                    "document_path": "doc.txt",
+                }
+            )
+            + "\n"
+            for i in range(feedback)
+        )
+    )
     qa = tmp_path / "qa.jsonl"
-    qa.write_text("".join(json.dumps({"document": "doc.txt", "question": f"qa question {i}?", "answers": ["59"]}) + "\n"
-                          for i in range(cases)))  # fmt: skip
+    qa.write_text(
+        "".join(
+            json.dumps({"document": "doc.txt", "question": f"qa question {i}?", "answers": ["59"]}) + "\n"
+            for i in range(cases)
+        )
+    )
     return fb, qa
 
 
 def test_two_feedback_questions_beside_two_hundred_qa_ones_get_their_share(tmp_path: Path) -> None:
     fb, qa = _files(tmp_path, feedback=2, cases=200)
-    data = DataConfig(synthetic_kinds=[], contracts=False, qa_files=[qa], feedback=[fb],
-                      mix_feedback=0.2, mix_contracts=0.8)  # fmt: skip
+    data = DataConfig(
+        synthetic_kinds=[], contracts=False, qa_files=[qa], feedback=[fb], mix_feedback=0.2, mix_contracts=0.8
+    )
     source = TaskSource(data, tokenizer=None, seed=0)
     assert source.shares() == pytest.approx((0.2, 0.8, 0.0))
     drawn = [t for step in range(100) for t in source.draw(step, 8)]
@@ -45,15 +62,21 @@ def test_a_source_that_is_empty_or_off_gives_its_share_to_the_others(tmp_path: P
     only_qa = TaskSource(DataConfig(synthetic_kinds=[], contracts=False, qa_files=[qa]), tokenizer=None, seed=0)
     assert only_qa.shares() == (0.0, 1.0, 0.0)
     # without synthetic tasks, feedback and QA split the samples in proportion to their shares
-    both = TaskSource(DataConfig(synthetic_kinds=[], contracts=False, qa_files=[qa], feedback=[fb],
-                                 mix_feedback=0.25, mix_contracts=0.25), tokenizer=None, seed=0)  # fmt: skip
+    both = TaskSource(
+        DataConfig(
+            synthetic_kinds=[], contracts=False, qa_files=[qa], feedback=[fb], mix_feedback=0.25, mix_contracts=0.25
+        ),
+        tokenizer=None,
+        seed=0,
+    )
     assert both.shares() == pytest.approx((0.5, 0.5, 0.0))
     # synthetic tasks take what the sources there are leave
     with_synthetic = TaskSource(DataConfig(contracts=False, feedback=[fb], mix_feedback=0.9), tokenizer=None, seed=0)
     assert with_synthetic.shares() == pytest.approx((0.9, 0.0, 0.1))
     # shares of 0 for the only sources there are: they split the samples evenly
-    zero = TaskSource(DataConfig(synthetic_kinds=[], contracts=False, feedback=[fb], mix_feedback=0.0),
-                      tokenizer=None, seed=0)  # fmt: skip
+    zero = TaskSource(
+        DataConfig(synthetic_kinds=[], contracts=False, feedback=[fb], mix_feedback=0.0), tokenizer=None, seed=0
+    )
     assert zero.shares() == (1.0, 0.0, 0.0)
     assert {t.kind for t in zero.draw(0, 5)} == {"feedback"}
 
@@ -61,8 +84,9 @@ def test_a_source_that_is_empty_or_off_gives_its_share_to_the_others(tmp_path: P
 def test_governing_law_variants_take_their_share_and_plant_one_whole_clause() -> None:
     from training.tasks import oracle_memories
 
-    data = DataConfig(synthetic_kinds=[], contract_categories=["Governing Law"], contract_max_tokens=10**7,
-                      mix_contracts=1.0)  # fmt: skip
+    data = DataConfig(
+        synthetic_kinds=[], contract_categories=["Governing Law"], contract_max_tokens=10**7, mix_contracts=1.0
+    )
     plain = TaskSource(data, tokenizer=None, seed=0)
     half = TaskSource(data.model_copy(update={"governing_law_variants": 0.5}), tokenizer=None, seed=0)
     pairs = [(a, b) for step in range(30) for a, b in zip(plain.draw(step, 8), half.draw(step, 8))]

@@ -10,9 +10,19 @@ from training.config import make_config
 
 
 def config(sft: int, rl: int, tokens: int = 256, samples: int = 1, group: int = 2):
-    return make_config({"preset": "small", "sft_steps": sft, "rl_steps": rl, "chunk_tokens": 128, "memory_tokens": 32,
-                        "sft_samples_per_step": samples, "samples_per_step": samples, "group_size": group,
-                        "data": {"curriculum": [(tokens, sft + rl)], "contracts": False}})  # fmt: skip
+    return make_config(
+        {
+            "preset": "small",
+            "sft_steps": sft,
+            "rl_steps": rl,
+            "chunk_tokens": 128,
+            "memory_tokens": 32,
+            "sft_samples_per_step": samples,
+            "samples_per_step": samples,
+            "group_size": group,
+            "data": {"curriculum": [(tokens, sft + rl)], "contracts": False},
+        }
+    )
 
 
 def test_a_tiny_run_costs_its_start_and_its_steps_overheads_not_its_few_tokens():
@@ -34,8 +44,12 @@ def test_large_steps_cost_their_work_at_the_phase_rate():
 
 def test_finished_runs_set_the_rate_the_first_and_shortest_steps_and_the_start():
     run = config(2, 2)
-    rows = [{"step": 1, "phase": "sft", "seconds": 46.0}, {"step": 2, "phase": "sft", "seconds": 21.0},
-            {"step": 3, "phase": "rl", "seconds": 113.0}, {"step": 4, "phase": "rl", "seconds": 16.0}]  # fmt: skip
+    rows = [
+        {"step": 1, "phase": "sft", "seconds": 46.0},
+        {"step": 2, "phase": "sft", "seconds": 21.0},
+        {"step": 3, "phase": "rl", "seconds": 113.0},
+        {"step": 4, "phase": "rl", "seconds": 16.0},
+    ]
     speed = measure([(run, rows, 245.0)])
     assert speed.runs == 1 and set(speed.phases) == {"sft", "rl"}
     assert speed.start_s == pytest.approx(245.0 - 196.0)

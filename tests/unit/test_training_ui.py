@@ -34,17 +34,39 @@ IMG = "<img src=x onerror=alert(1)>"
 
 
 def _run(**kw) -> RunView:
-    fields = dict(id=7, name=f"tiny {IMG} **run**", status="failed", created_by="ada", created_at=datetime.now(UTC),
-                  started_at=None, finished_at=None, step=2, total_steps=3, eta_s=None, queue_position=None,
-                  attempts=1, error=None, start_version="base smollm2", version_id=None, evaluation=None, config={},
-                  selection={}, run_dir="/tmp/run-7", resumable=True)  # fmt: skip
+    fields = dict(
+        id=7,
+        name=f"tiny {IMG} **run**",
+        status="failed",
+        created_by="ada",
+        created_at=datetime.now(UTC),
+        started_at=None,
+        finished_at=None,
+        step=2,
+        total_steps=3,
+        eta_s=None,
+        queue_position=None,
+        attempts=1,
+        error=None,
+        start_version="base smollm2",
+        version_id=None,
+        evaluation=None,
+        config={},
+        selection={},
+        run_dir="/tmp/run-7",
+        resumable=True,
+    )
     return RunView(**{**fields, **kw})
 
 
 def test_the_form_becomes_a_selection_and_params() -> None:
     s = parse_selection(True, " 2025-03-01 ", [3, 4], False, None, ["single-needle"], "256, 1024 2048")
-    assert (s.include_feedback, s.feedback_since, s.feedback_ids, s.lengths) == (True, date(2025, 3, 1), (3, 4),
-                                                                               (256, 1024, 2048))  # fmt: skip
+    assert (s.include_feedback, s.feedback_since, s.feedback_ids, s.lengths) == (
+        True,
+        date(2025, 3, 1),
+        (3, 4),
+        (256, 1024, 2048),
+    )
     assert parse_selection(False, "", None, False, [], [], "").feedback_ids is None
     with pytest.raises(ValueError, match="feedback since: '1 March' is not a day; write it as YYYY-MM-DD"):
         parse_selection(True, "1 March", None, False, [], [], "256")
@@ -60,29 +82,39 @@ def test_the_form_becomes_a_selection_and_params() -> None:
 
 def test_the_evaluation_side_by_side_with_the_held_out_feedback() -> None:
     def side(label: str, sub_em: float) -> dict:
-        rows = [{"suite": "synthetic", "group": "256", "kind": k, "n": 2, "sub_em": sub_em, "exact_match": sub_em / 2}
-                for k in ("multi-hop", "single-needle")]  # fmt: skip
+        rows = [
+            {"suite": "synthetic", "group": "256", "kind": k, "n": 2, "sub_em": sub_em, "exact_match": sub_em / 2}
+            for k in ("multi-hop", "single-needle")
+        ]
         rows.append({"suite": "synthetic", "group": "256", "kind": "all", "n": 4, "sub_em": sub_em, "exact_match": 0.0})
         misses = {"answerable": 4, "never-entered": 1 - sub_em, "overwritten": 0.0, "answer-missed": None}
-        return {"label": label, "summary": rows, "suites": {"synthetic": misses},
-                "cases": {"sub_em": sub_em, "exact_match": 0.0, "n": 1, "cases": []}}  # fmt: skip
+        return {
+            "label": label,
+            "summary": rows,
+            "suites": {"synthetic": misses},
+            "cases": {"sub_em": sub_em, "exact_match": 0.0, "n": 1, "cases": []},
+        }
 
     evaluation = {"status": "done", "baseline": side(f"base {IMG}", 0.25), "candidate": side("run 7", 0.75)}
     note, table, plot = eval_view(evaluation)
     assert IMG not in note and "&lt;img" in note
     # Where the misses happened, per suite, baseline → this run.
-    assert ("synthetic (4 answerable): never entered the memory 75.0% → 25.0%; entered, then overwritten 0.0% → "
-            "0.0%; in the final memory, answer missed – → –") in note  # fmt: skip
+    assert (
+        "synthetic (4 answerable): never entered the memory 75.0% → 25.0%; entered, then overwritten 0.0% → "
+        "0.0%; in the final memory, answer missed – → –"
+    ) in note
     assert "Where the misses happened" not in eval_view({**evaluation, "baseline": {}, "candidate": {}})[0]
     rows = table["value"]
     assert table["visible"] is True
     assert rows[0] == ["synthetic", "256 tokens", "multi-hop", 2, "25.0%", "75.0%", "+50.0%", "12.5%", "37.5%"]
     assert rows[-1][:7] == ["feedback", "held-out feedback", "readers' questions", 1, "25.0%", "75.0%", "+50.0%"]
     # One pair of bars per set: a set of several kinds by its `all` row.
-    assert plot.values.tolist() == [["256 tokens · baseline", 0.25, "baseline"],
-                                    ["256 tokens · this run", 0.75, "this run"],
-                                    ["held-out feedback · baseline", 0.25, "baseline"],
-                                    ["held-out feedback · this run", 0.75, "this run"]]  # fmt: skip
+    assert plot.values.tolist() == [
+        ["256 tokens · baseline", 0.25, "baseline"],
+        ["256 tokens · this run", 0.75, "this run"],
+        ["held-out feedback · baseline", 0.25, "baseline"],
+        ["held-out feedback · this run", 0.75, "this run"],
+    ]
     nothing = eval_view(None)
     assert nothing[1]["visible"] is False
     assert nothing[2].values.tolist() == [
@@ -100,21 +132,42 @@ def test_the_models_tab_tells_the_bundled_versions_apart_and_says_its_metrics_in
     the API; the page names each bundled version by what it is, and its sets and metrics in words."""
 
     def version(i: int, name: str, metrics: dict, active: bool = False) -> dict:
-        return {"id": i, "name": name, "active": active, "key_metrics": metrics, "adapter_path": None,
-                "base_model": "smollm2", "engine": None, "lineage": ["smollm2", name],
-                "created_at": "2026-12-01T10:00:00"}  # fmt: skip
+        return {
+            "id": i,
+            "name": name,
+            "active": active,
+            "key_metrics": metrics,
+            "adapter_path": None,
+            "base_model": "smollm2",
+            "engine": None,
+            "lineage": ["smollm2", name],
+            "created_at": "2026-12-01T10:00:00",
+        }
 
     settings = SimpleNamespace(model="smollm2-reader", engine="vllm-local")
-    rows = model_rows(settings, [version(1, "smollm2", {"2K": 0.4062, "Governing Law": 0.1}),
-                                 version(2, "smollm2-reader", {"gold No": 1.0, "gold Yes": 0.0}),
-                                 version(3, "smollm2-reader-extractive", {"128K": 0.875}, active=True),
-                                 version(4, "run-4: contracts", {"sub_em": 0.5})])  # fmt: skip
-    assert [r[1] for r in rows] == ["no version: Longread reader (rewrites its memory)", "SmolLM2-135M, untrained",
-                                    "Longread reader (rewrites its memory)", "Longread reader (keeps sentences)",
-                                    "run-4: contracts"]  # fmt: skip
+    rows = model_rows(
+        settings,
+        [
+            version(1, "smollm2", {"2K": 0.4062, "Governing Law": 0.1}),
+            version(2, "smollm2-reader", {"gold No": 1.0, "gold Yes": 0.0}),
+            version(3, "smollm2-reader-extractive", {"128K": 0.875}, active=True),
+            version(4, "run-4: contracts", {"sub_em": 0.5}),
+        ],
+    )
+    assert [r[1] for r in rows] == [
+        "no version: Longread reader (rewrites its memory)",
+        "SmolLM2-135M, untrained",
+        "Longread reader (rewrites its memory)",
+        "Longread reader (keeps sentences)",
+        "run-4: contracts",
+    ]
     assert rows[3][3] == "smollm2 → smollm2-reader-extractive"  # the lineage keeps the stored names
-    assert [r[4] for r in rows[1:]] == ["2K tokens: 41%; Governing Law: 10%", "answer is No: 100%; answer is Yes: 0%",
-                                        "128K tokens: 88%", "all questions: 50%"]  # fmt: skip
+    assert [r[4] for r in rows[1:]] == [
+        "2K tokens: 41%; Governing Law: 10%",
+        "answer is No: 100%; answer is Yes: 0%",
+        "128K tokens: 88%",
+        "all questions: 50%",
+    ]
     assert MODEL_COLUMNS[4] == "Answers right on held-out sets (gold in answer)"
     words = " ".join([*MODEL_COLUMNS, *EVAL_COLUMNS, eval_view({"status": "done", "baseline": {}, "candidate": {}})[0]])
     assert not re.search(r"sub-EM|\bEM\b|gold No", words, re.IGNORECASE), words
@@ -128,8 +181,10 @@ def test_a_failed_run_says_why_in_its_first_and_last_line_escaped() -> None:
     tags, text = _rendered(describe_run(_run(error=error)))
     assert set(tags) == {"p", "strong", "br"}, tags  # the name's and the error's markup stays text
     assert text.startswith(f"#7 tiny {IMG} **run** · failed · step 2 of 3 · from base smollm2 · by ada"), text
-    assert ("Error: the trainer stopped (exit code 1); the end of its log: … OSError: no model at /x <b> (the log "
-            "below has the rest)") in text  # fmt: skip
+    assert (
+        "Error: the trainer stopped (exit code 1); the end of its log: … OSError: no model at /x <b> (the log "
+        "below has the rest)"
+    ) in text
     assert "Resume continues from its last checkpoint." in text
     assert "ETA 1 min 05 s" in describe_run(_run(status="running", eta_s=65))
 
@@ -164,8 +219,13 @@ def test_lineage_follows_runs_back_to_the_base() -> None:
         3: _run(id=3, name="third", start_version="smollm2 + adapter /reader"),  # queued from a config file
     }
     by_name = {v["name"]: v for v in (v1, v2, v3, by_hand)}
-    assert lineage(v2, made_by, by_name) == ["base smollm2", "run #1 first", "run-1: first", "run #2 second",
-                                             "run-2: second"]  # fmt: skip
+    assert lineage(v2, made_by, by_name) == [
+        "base smollm2",
+        "run #1 first",
+        "run-1: first",
+        "run #2 second",
+        "run-2: second",
+    ]
     assert lineage(v3, made_by, by_name) == ["smollm2 + adapter /reader", "run #3 third", "run-3: third"]
     assert lineage(by_hand, made_by, by_name) == ["smollm2", "imported"]
 

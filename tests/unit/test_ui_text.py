@@ -79,9 +79,17 @@ def test_document_line_escapes_every_field() -> None:
 
 def test_feedback_list_escapes_every_field() -> None:
     payload = "<img src=http://127.0.0.1:9/x.png onerror=alert(3)> ![i](http://127.0.0.1:9/i.png)"
-    v = FeedbackView(id=1, reading_id=2, document_id=3, question=payload, answer=payload, verdict="incorrect",
-                     corrected_answer=f"right {payload}", comment=f"note {payload}",
-                     created_at=datetime(2026, 11, 23, 15, 40))  # fmt: skip
+    v = FeedbackView(
+        id=1,
+        reading_id=2,
+        document_id=3,
+        question=payload,
+        answer=payload,
+        verdict="incorrect",
+        corrected_answer=f"right {payload}",
+        comment=f"note {payload}",
+        created_at=datetime(2026, 11, 23, 15, 40),
+    )
     rendered = MD.render(describe_feedback([v], "Saved: incorrect."))
     assert "<img" not in rendered and "<a" not in rendered
     text = html.unescape(re.sub(r"<[^>]*>", "", rendered))

@@ -164,8 +164,7 @@ def test_a_missing_vllm_install_says_how_to_get_one(tmp_path):
 
 #: Where the parent is killed: seconds after it calls start() (the fork and exec of the guard, the
 #: guard starting the server), or when the server reaches a stage of its start-up, or once healthy.
-KILL_POINTS = [0.0, 0.002, 0.005, 0.01, 0.02, 0.04, 0.07, 0.1, 0.15, 0.2,
-               "importing", "engine", "serving", "ready"]  # fmt: skip
+KILL_POINTS = [0.0, 0.002, 0.005, 0.01, 0.02, 0.04, 0.07, 0.1, 0.15, 0.2, "importing", "engine", "serving", "ready"]
 
 
 @pytest.mark.parametrize("point", KILL_POINTS, ids=str)

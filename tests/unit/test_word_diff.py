@@ -10,9 +10,13 @@ from app.services.views import word_diff
 
 def test_added_dropped_and_kept_words_in_reading_order():
     assert word_diff("the key hangs behind the barometer", "the spare key hangs near the barometer") == [
-        ("the", None), (" spare", "+"), (" key hangs ", None), ("behind", "-"), ("near", "+"),
+        ("the", None),
+        (" spare", "+"),
+        (" key hangs ", None),
+        ("behind", "-"),
+        ("near", "+"),
         (" the barometer", None),
-    ]  # fmt: skip
+    ]
 
 
 def test_punctuation_is_a_word_of_its_own():

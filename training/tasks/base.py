@@ -37,37 +37,168 @@ HELD_OUT_CONTRACTS: tuple[str, ...] = tuple(f"cuad-{i:03d}" for i in range(0, 60
 #: contracts/: held out, the 20 of HELD_OUT_CONTRACTS (every third id), the only contracts with PDFs that no
 #: reader was trained on (`CONTRACTS_TRAINED_ON`); since 2026-12-05 (docs/experiments/2026-12-05-clean-held-out.md)
 CONTRACTS_HELD_OUT: tuple[str, ...] = (
-    "cuad-000", "cuad-003", "cuad-006", "cuad-009", "cuad-012", "cuad-015", "cuad-018", "cuad-021", "cuad-024",
-    "cuad-027", "cuad-030", "cuad-033", "cuad-036", "cuad-039", "cuad-042", "cuad-045", "cuad-048", "cuad-051",
-    "cuad-054", "cuad-057",
-)  # fmt: skip
+    "cuad-000",
+    "cuad-003",
+    "cuad-006",
+    "cuad-009",
+    "cuad-012",
+    "cuad-015",
+    "cuad-018",
+    "cuad-021",
+    "cuad-024",
+    "cuad-027",
+    "cuad-030",
+    "cuad-033",
+    "cuad-036",
+    "cuad-039",
+    "cuad-042",
+    "cuad-045",
+    "cuad-048",
+    "cuad-051",
+    "cuad-054",
+    "cuad-057",
+)
 #: contracts/: held out from 2026-11-28 to 2026-12-05, the 20 above and every sixth id from cuad-001, 10 that
 #: readers had been trained on; kept so that a reader can be reported on the set its record used
 CONTRACTS_HELD_OUT_V1: tuple[str, ...] = (
-    "cuad-000", "cuad-001", "cuad-003", "cuad-006", "cuad-007", "cuad-009", "cuad-012", "cuad-013", "cuad-015",
-    "cuad-018", "cuad-019", "cuad-021", "cuad-024", "cuad-025", "cuad-027", "cuad-030", "cuad-031", "cuad-033",
-    "cuad-036", "cuad-037", "cuad-039", "cuad-042", "cuad-043", "cuad-045", "cuad-048", "cuad-049", "cuad-051",
-    "cuad-054", "cuad-055", "cuad-057",
-)  # fmt: skip
+    "cuad-000",
+    "cuad-001",
+    "cuad-003",
+    "cuad-006",
+    "cuad-007",
+    "cuad-009",
+    "cuad-012",
+    "cuad-013",
+    "cuad-015",
+    "cuad-018",
+    "cuad-019",
+    "cuad-021",
+    "cuad-024",
+    "cuad-025",
+    "cuad-027",
+    "cuad-030",
+    "cuad-031",
+    "cuad-033",
+    "cuad-036",
+    "cuad-037",
+    "cuad-039",
+    "cuad-042",
+    "cuad-043",
+    "cuad-045",
+    "cuad-048",
+    "cuad-049",
+    "cuad-051",
+    "cuad-054",
+    "cuad-055",
+    "cuad-057",
+)
 CONTRACTS_DEV: tuple[str, ...] = (
-    "cuad-002", "cuad-004", "cuad-005", "cuad-008", "cuad-010", "cuad-011", "cuad-014", "cuad-016", "cuad-017",
-    "cuad-020", "cuad-022", "cuad-023", "cuad-026", "cuad-028", "cuad-029", "cuad-032", "cuad-034", "cuad-035",
-    "cuad-038", "cuad-040", "cuad-041", "cuad-044", "cuad-046", "cuad-047", "cuad-050", "cuad-052", "cuad-053",
-    "cuad-056", "cuad-058", "cuad-059",
-)  # fmt: skip
+    "cuad-002",
+    "cuad-004",
+    "cuad-005",
+    "cuad-008",
+    "cuad-010",
+    "cuad-011",
+    "cuad-014",
+    "cuad-016",
+    "cuad-017",
+    "cuad-020",
+    "cuad-022",
+    "cuad-023",
+    "cuad-026",
+    "cuad-028",
+    "cuad-029",
+    "cuad-032",
+    "cuad-034",
+    "cuad-035",
+    "cuad-038",
+    "cuad-040",
+    "cuad-041",
+    "cuad-044",
+    "cuad-046",
+    "cuad-047",
+    "cuad-050",
+    "cuad-052",
+    "cuad-053",
+    "cuad-056",
+    "cuad-058",
+    "cuad-059",
+)
 #: contracts/ ids that readers were trained on: every one outside HELD_OUT_CONTRACTS. Until 2026-11-28 (commit
 #: 5365ec0) `contract_ids("train")` returned those 40, and the first round of the shipped reader's lineage (run
 #: `sft`, 23f0ac4: five extraction categories, contracts up to 65,536 tokens) drew from all of them.
 CONTRACTS_TRAINED_ON: frozenset[str] = frozenset(CONTRACTS_DEV + CONTRACTS_HELD_OUT_V1) - frozenset(CONTRACTS_HELD_OUT)
 #: contracts-train/: sorted(random.Random(38).sample(all 379 ids, 60)), alternately dev and held out
-CLAUSES_DEV: tuple[str, ...] = tuple(f"cuad-train-{i:03d}" for i in (
-    6, 23, 44, 53, 61, 73, 88, 115, 129, 148, 158, 169, 183, 192, 202, 215, 220, 233, 238, 244, 259, 271, 299,
-    312, 315, 327, 341, 352, 364, 371,
-))  # fmt: skip
-CLAUSES_HELD_OUT: tuple[str, ...] = tuple(f"cuad-train-{i:03d}" for i in (
-    13, 34, 45, 59, 66, 75, 94, 127, 137, 151, 168, 177, 188, 195, 206, 216, 224, 235, 243, 251, 270, 275, 303,
-    314, 319, 328, 347, 358, 370, 373,
-))  # fmt: skip
+CLAUSES_DEV: tuple[str, ...] = tuple(
+    f"cuad-train-{i:03d}"
+    for i in (
+        6,
+        23,
+        44,
+        53,
+        61,
+        73,
+        88,
+        115,
+        129,
+        148,
+        158,
+        169,
+        183,
+        192,
+        202,
+        215,
+        220,
+        233,
+        238,
+        244,
+        259,
+        271,
+        299,
+        312,
+        315,
+        327,
+        341,
+        352,
+        364,
+        371,
+    )
+)
+CLAUSES_HELD_OUT: tuple[str, ...] = tuple(
+    f"cuad-train-{i:03d}"
+    for i in (
+        13,
+        34,
+        45,
+        59,
+        66,
+        75,
+        94,
+        127,
+        137,
+        151,
+        168,
+        177,
+        188,
+        195,
+        206,
+        216,
+        224,
+        235,
+        243,
+        251,
+        270,
+        275,
+        303,
+        314,
+        319,
+        328,
+        347,
+        358,
+        370,
+        373,
+    )
+)
 #: contract ids that training must never read: every suite's dev and held-out contracts, old and clean (all 60 of
 #: contracts/)
 NOT_FOR_TRAINING: frozenset[str] = frozenset(
@@ -137,8 +268,17 @@ def load_tasks(path: Path) -> list[Task]:
             continue
         d = json.loads(line)
         document = shared.setdefault(d["document"], d["document"])
-        tasks.append(Task(d["id"], document, d["question"], tuple(d["answers"]), tuple(d.get("evidence", ())),
-                          d.get("kind", ""), int(d.get("doc_tokens", 0))))  # fmt: skip
+        tasks.append(
+            Task(
+                d["id"],
+                document,
+                d["question"],
+                tuple(d["answers"]),
+                tuple(d.get("evidence", ())),
+                d.get("kind", ""),
+                int(d.get("doc_tokens", 0)),
+            )
+        )
     return tasks
 
 

@@ -92,16 +92,43 @@ def contract_tasks(
             if qa.get("kind", EXTRACT) != EXTRACT or (categories and qa["category"] not in categories):
                 continue
             evidence = tuple(e for e in qa["evidence"] if e and e in document)
-            tasks.append(Task(f"{case['id']}:{category_slug(qa['category'])}", document, qa["question"],
-                              (qa["answer"],), evidence, f"contract:{qa['category']}", tokens))  # fmt: skip
+            tasks.append(
+                Task(
+                    f"{case['id']}:{category_slug(qa['category'])}",
+                    document,
+                    qa["question"],
+                    (qa["answer"],),
+                    evidence,
+                    f"contract:{qa['category']}",
+                    tokens,
+                )
+            )
     return tasks
 
 
 _OTHER_JURISDICTIONS = (
-    "England", "Scotland", "Ireland", "Germany", "France", "Italy", "Spain", "the Netherlands", "Switzerland",
-    "Sweden", "Singapore", "Hong Kong", "Japan", "Israel", "Ontario", "British Columbia", "New South Wales",
-    "India", "Brazil", "Mexico", "the People's Republic of China",
-)  # fmt: skip
+    "England",
+    "Scotland",
+    "Ireland",
+    "Germany",
+    "France",
+    "Italy",
+    "Spain",
+    "the Netherlands",
+    "Switzerland",
+    "Sweden",
+    "Singapore",
+    "Hong Kong",
+    "Japan",
+    "Israel",
+    "Ontario",
+    "British Columbia",
+    "New South Wales",
+    "India",
+    "Brazil",
+    "Mexico",
+    "the People's Republic of China",
+)
 
 
 def governing_law_variant(host: Task, donor: Task, rng: random.Random) -> Task | None:

@@ -17,8 +17,32 @@ from training.verifier import mentions
 # Sentence ends: . ! ? (maybe closing a quote or bracket) before whitespace, or a blank line. A period
 # after an abbreviation, an initial or a section number ("Inc.", "Co.", "J.", "12.") ends nothing.
 _END = re.compile(r"[.!?][\"'\u201d\u2019)]?(?=\s|$)|\n[ \t]*\n")
-_ABBREVIATIONS = {"inc", "co", "corp", "ltd", "llc", "lp", "no", "nos", "mr", "mrs", "ms", "dr", "st", "jr", "sr",
-                  "sec", "art", "vs", "etc", "e.g", "i.e", "u.s", "n.a", "s.a"}  # fmt: skip
+_ABBREVIATIONS = {
+    "inc",
+    "co",
+    "corp",
+    "ltd",
+    "llc",
+    "lp",
+    "no",
+    "nos",
+    "mr",
+    "mrs",
+    "ms",
+    "dr",
+    "st",
+    "jr",
+    "sr",
+    "sec",
+    "art",
+    "vs",
+    "etc",
+    "e.g",
+    "i.e",
+    "u.s",
+    "n.a",
+    "s.a",
+}
 
 
 def _is_end(document: str, m: re.Match) -> bool:
@@ -218,5 +242,6 @@ def oracle_answer(task: Task) -> str:
 def with_doc_tokens(tasks: Sequence[Task], tokenizer: Any) -> list[Task]:
     """`tasks` with `doc_tokens` counted (once per shared document)."""
     counts: dict[int, int] = {}
-    return [replace(t, doc_tokens=counts.setdefault(id(t.document), count_tokens(tokenizer, t.document)))
-            for t in tasks]  # fmt: skip
+    return [
+        replace(t, doc_tokens=counts.setdefault(id(t.document), count_tokens(tokenizer, t.document))) for t in tasks
+    ]

@@ -221,9 +221,13 @@ def _insert(window: str, points: Sequence[int], sentences: Sequence[str]) -> str
 
 
 def _plant_document(
-    rng: random.Random, tokenizer: Any, text: str, starts: list[int], doc_tokens: int | None,
+    rng: random.Random,
+    tokenizer: Any,
+    text: str,
+    starts: list[int],
+    doc_tokens: int | None,
     plants: Sequence[_Plant],
-) -> tuple[str, int] | None:  # fmt: skip
+) -> tuple[str, int] | None:
     """Plant every group of `plants` at random sentence boundaries of a random window of `text`
     (the whole text when doc_tokens is None), the window sized so that the document has exactly
     doc_tokens tokens. None when this window does not fit (too few boundaries, gold in the text)."""
@@ -234,8 +238,10 @@ def _plant_document(
     else:
         span = doc_tokens - sum(count_tokens(tokenizer, " " + s) for s in sentences)
         if span < 16 or span + 64 >= len(starts):
-            raise ValueError(f"cannot build a {doc_tokens}-token document from a {len(starts)}-token book "
-                             f"with {len(sentences)} planted sentences")  # fmt: skip
+            raise ValueError(
+                f"cannot build a {doc_tokens}-token document from a {len(starts)}-token book "
+                f"with {len(sentences)} planted sentences"
+            )
         # An open question the document does not answer is asked of the book's opening half the time: its
         # title page and contents are where the reader invented an answer from nothing (README, "Speed").
         # Not one a planted sentence answers: the openings are for keeping nothing.
@@ -312,8 +318,10 @@ def synthetic_tasks(
         text, starts = _book(tokenizer, name, books_dir)
         for _attempt in range(50):
             inv = _Inventor(rng)
-            plants = [_plant(rng.choice(list(kinds)), rng, inv, distractors)
-                      for _ in range(min(facts_per_doc, n - len(tasks)))]  # fmt: skip
+            plants = [
+                _plant(rng.choice(list(kinds)), rng, inv, distractors)
+                for _ in range(min(facts_per_doc, n - len(tasks)))
+            ]
             if any(a.lower() in p.question.lower() for p in plants for a in p.answers):
                 continue
             built = _plant_document(rng, tokenizer, text, starts, doc_tokens, plants)
@@ -323,12 +331,30 @@ def synthetic_tasks(
             raise RuntimeError(f"could not plant {facts_per_doc} facts in {name} at {length} tokens in 50 tries")
         document, tokens = built
         for j, p in enumerate(plants):
-            tasks.append(Task(f"syn-{split}-{length}-s{seed}-d{doc_index}-q{j}", document, p.question, p.answers,
-                              p.groups[0], p.kind, tokens))  # fmt: skip
+            tasks.append(
+                Task(
+                    f"syn-{split}-{length}-s{seed}-d{doc_index}-q{j}",
+                    document,
+                    p.question,
+                    p.answers,
+                    p.groups[0],
+                    p.kind,
+                    tokens,
+                )
+            )
         if len(plants) == 1 and plants[0].kind == OPEN:  # its twin, one sentence shorter
             twin = document.replace(" " + plants[0].groups[0][0], "", 1)
-            tasks.append(Task(f"syn-{split}-{length}-s{seed}-d{doc_index}-twin", twin, plants[0].question,
-                              (NOT_IN_DOCUMENT,), (), ABSENT, count_tokens(tokenizer, twin)))  # fmt: skip
+            tasks.append(
+                Task(
+                    f"syn-{split}-{length}-s{seed}-d{doc_index}-twin",
+                    twin,
+                    plants[0].question,
+                    (NOT_IN_DOCUMENT,),
+                    (),
+                    ABSENT,
+                    count_tokens(tokenizer, twin),
+                )
+            )
         doc_index += 1
     return tasks[:n]
 
@@ -344,6 +370,7 @@ def curriculum_tasks(
     """The tasks of each (doc_tokens, n) stage, shortest stage first (a trainer reads them in order)."""
     out: list[Task] = []
     for i, (doc_tokens, n) in enumerate(sorted(stages)):
-        out += synthetic_tasks(tokenizer, split, doc_tokens, n, seed=seed * 1000 + i, kinds=kinds,
-                               distractors=distractors)  # fmt: skip
+        out += synthetic_tasks(
+            tokenizer, split, doc_tokens, n, seed=seed * 1000 + i, kinds=kinds, distractors=distractors
+        )
     return out

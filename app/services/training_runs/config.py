@@ -36,9 +36,13 @@ def start_point(s: Session, settings: Settings, start_version_id: int | None) ->
     adapter = (version and version.adapter_path) or (str(implied) if implied else None)
     sizes = reading_config(settings, version)  # what a reading with it gets: the run trains for that
     return version, {
-        "model": model, "init_adapter": adapter, "template_set": sizes.template_set,
-        "chunk_tokens": sizes.chunk_tokens, "memory_tokens": sizes.memory_tokens, "answer_tokens": sizes.answer_tokens,
-    }  # fmt: skip
+        "model": model,
+        "init_adapter": adapter,
+        "template_set": sizes.template_set,
+        "chunk_tokens": sizes.chunk_tokens,
+        "memory_tokens": sizes.memory_tokens,
+        "answer_tokens": sizes.answer_tokens,
+    }
 
 
 #: what `reading_config` decides for the start version: a run keeps them, whatever the form says
@@ -52,9 +56,14 @@ def run_config(selection: DataSelection, params: RunParams, start: dict, feedbac
     its own, so a run trains at its start version's (the form has none to offer). Other sizes: a version
     registered with them (`longread models add`), or a config file (`longread train CONFIG --queue`)."""
     extra = {k: v for k, v in params.extra.items() if k not in READING}
-    data = {**extra.pop("data", {}), "synthetic_kinds": list(selection.synthetic_kinds),
-            "curriculum": [(min(selection.lengths), 1)], "contracts": selection.contracts,
-            "qa_files": [str(p) for p in selection.qa_files], "feedback": [str(p) for p in feedback]}  # fmt: skip
+    data = {
+        **extra.pop("data", {}),
+        "synthetic_kinds": list(selection.synthetic_kinds),
+        "curriculum": [(min(selection.lengths), 1)],
+        "contracts": selection.contracts,
+        "qa_files": [str(p) for p in selection.qa_files],
+        "feedback": [str(p) for p in feedback],
+    }
     chosen = {f.name: getattr(params, f.name) for f in dataclasses.fields(params) if f.name != "extra"}
     try:
         config = make_config({"preset": "small", **start, **chosen, **extra, "data": data}, where="the run's settings")

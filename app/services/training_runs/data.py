@@ -54,31 +54,58 @@ def data_overview(settings: Settings, user: UserView | None = None) -> DataOverv
     with session_scope(settings.resolved_database_url) as s:
         admin(s, settings, user)
         feedback = _feedback_rows(s)
-    return DataOverview(feedback=feedback, qa_files=_qa_files(settings), synthetic_kinds=list(KIND_HELP.items()),
-                        contracts=_contracts())  # fmt: skip
+    return DataOverview(
+        feedback=feedback, qa_files=_qa_files(settings), synthetic_kinds=list(KIND_HELP.items()), contracts=_contracts()
+    )
 
 
 def _feedback_rows(s: Session) -> list[FeedbackRow]:
     """Each judged reading with its latest verdict (as the export has them), newest first."""
     latest = select(func.max(Feedback.id)).group_by(Feedback.reading_id).scalar_subquery()
     rows = s.execute(
-        select(Feedback.id, Feedback.verdict, Feedback.corrected_answer, Feedback.created_at, Reading.id,
-               Reading.question, Reading.answer, Document.id, Document.title, User.username)
-        .join(Reading, Reading.id == Feedback.reading_id).join(Document, Document.id == Reading.document_id)
-        .join(User, User.id == Document.owner_id).where(Feedback.id.in_(latest)).order_by(Feedback.id.desc())
-    )  # fmt: skip
-    return [FeedbackRow(id=fid, reading_id=rid, document_id=did, document_title=title, username=username,
-                        verdict=verdict.value, question=question, answer=answer, corrected_answer=corrected,
-                        created_at=created, held_out=held_out(did))
-            for fid, verdict, corrected, created, rid, question, answer, did, title, username in rows]  # fmt: skip
+        select(
+            Feedback.id,
+            Feedback.verdict,
+            Feedback.corrected_answer,
+            Feedback.created_at,
+            Reading.id,
+            Reading.question,
+            Reading.answer,
+            Document.id,
+            Document.title,
+            User.username,
+        )
+        .join(Reading, Reading.id == Feedback.reading_id)
+        .join(Document, Document.id == Reading.document_id)
+        .join(User, User.id == Document.owner_id)
+        .where(Feedback.id.in_(latest))
+        .order_by(Feedback.id.desc())
+    )
+    return [
+        FeedbackRow(
+            id=fid,
+            reading_id=rid,
+            document_id=did,
+            document_title=title,
+            username=username,
+            verdict=verdict.value,
+            question=question,
+            answer=answer,
+            corrected_answer=corrected,
+            created_at=created,
+            held_out=held_out(did),
+        )
+        for fid, verdict, corrected, created, rid, question, answer, did, title, username in rows
+    ]
 
 
 def _qa_files(settings: Settings) -> list[tuple[str, int]]:
     """The JSON Lines files in TRAINING_DIR/qa (an operator puts them there) and their question counts."""
     folder = settings.training_dir / "qa"
     files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
-    return [(str(f.resolve()), sum(1 for line in f.read_text(encoding="utf-8").splitlines() if line.strip()))
-            for f in files]  # fmt: skip
+    return [
+        (str(f.resolve()), sum(1 for line in f.read_text(encoding="utf-8").splitlines() if line.strip())) for f in files
+    ]
 
 
 def _contracts() -> tuple[int, int, int]:
@@ -142,8 +169,9 @@ def preview_samples(
     sources: list[tuple[str, list[tuple[str, tuple[str, ...], str]]]] = []
     if selection.include_feedback:
         rows = [r for r in selected_feedback(settings, selection, actor) if not held_out(r["document_id"])]
-        sources.append(("feedback", [(r["question"], (a,), r["document_text"]) for r in rows
-                                     if (a := feedback_answer(r))][:n]))  # fmt: skip
+        sources.append(
+            ("feedback", [(r["question"], (a,), r["document_text"]) for r in rows if (a := feedback_answer(r))][:n])
+        )
     if selection.contracts:
         tasks = contract_tasks("train", ids=contract_ids("train")[:n])[:n]  # a few contracts' texts, not all
         sources.append(("contracts", [(t.question, t.answers, t.document) for t in tasks]))
@@ -157,6 +185,7 @@ def preview_samples(
         for source, items in sources:
             if i < len(items) and len(out) < n:
                 question, answers, document = items[i]
-                out.append(SamplePreview(source, question, tuple(answers), count_tokens(tokenizer, document),
-                                         document[:300]))  # fmt: skip
+                out.append(
+                    SamplePreview(source, question, tuple(answers), count_tokens(tokenizer, document), document[:300])
+                )
     return out

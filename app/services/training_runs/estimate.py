@@ -139,9 +139,11 @@ def estimate_config(settings: Settings, config: TrainConfig) -> tuple[float, str
         if unmeasured := [p.upper() for p in ("sft", "rl") if p not in speed.phases and _steps(config, p)]:
             basis += f" (built-in figures for {' and '.join(unmeasured)}, which none of them ran)"
     else:
-        basis = ("the built-in figures of the 2-core development machine (~200 trained tokens/s for SFT, ~250 s an "
-                 "RL step at 2,048 tokens with 4 samples x 8 rollouts, tiny steps 8-54 s, "
-                 f"{START_S:.0f} s to start)")  # fmt: skip
+        basis = (
+            "the built-in figures of the 2-core development machine (~200 trained tokens/s for SFT, ~250 s an "
+            "RL step at 2,048 tokens with 4 samples x 8 rollouts, tiny steps 8-54 s, "
+            f"{START_S:.0f} s to start)"
+        )
     return estimate_with(speed, config), basis
 
 

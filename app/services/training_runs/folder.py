@@ -28,8 +28,11 @@ def write_feedback(data_dir: Path, rows: list[dict]) -> Path:
     training file."""
     (data_dir / "docs").mkdir(parents=True)
     files = {False: data_dir / "feedback-train.jsonl", True: data_dir / "feedback-heldout.jsonl"}
-    with files[False].open("w", encoding="utf-8") as train, files[True].open("w", encoding="utf-8") as kept, \
-            (data_dir / "heldout-cases.jsonl").open("w", encoding="utf-8") as cases:  # fmt: skip
+    with (
+        files[False].open("w", encoding="utf-8") as train,
+        files[True].open("w", encoding="utf-8") as kept,
+        (data_dir / "heldout-cases.jsonl").open("w", encoding="utf-8") as cases,
+    ):
         for row in rows:
             # ensure_ascii: no character a JSON Lines reader could take for a line end stays raw
             (kept if held_out(row["document_id"]) else train).write(json.dumps(row) + "\n")
@@ -38,8 +41,10 @@ def write_feedback(data_dir: Path, rows: list[dict]) -> Path:
                 doc = data_dir / "docs" / f"document-{row['document_id']}.txt"
                 if not doc.exists():
                     doc.write_text(row["document_text"], encoding="utf-8")
-                cases.write(json.dumps({"document": f"docs/{doc.name}", "question": row["question"],
-                                        "answers": [answer]}) + "\n")  # fmt: skip
+                cases.write(
+                    json.dumps({"document": f"docs/{doc.name}", "question": row["question"], "answers": [answer]})
+                    + "\n"
+                )
     return files[False]
 
 
@@ -79,8 +84,7 @@ def eval_progress(run_dir: Path) -> EvalProgress | None:
     started = [key for key, p in seen.items() if p is not None]
     if not started:
         return None
-    sizes = [next((p["total"] for (_, k2), p in seen.items() if k2 == k and p is not None), None)
-             for _, k in seen]  # fmt: skip
+    sizes = [next((p["total"] for (_, k2), p in seen.items() if k2 == k and p is not None), None) for _, k in seen]
     done = sum(p["done"] for p in seen.values() if p is not None)
     total = sum(sizes) if None not in sizes else None
     elapsed = sum(p["elapsed_s"] for p in seen.values() if p is not None)

@@ -70,8 +70,10 @@ def start_run(
             "of every fifth document are held out for the evaluation; an answer judged incorrect "
             "teaches only with a corrected answer): select more feedback, or leave it out"
         )
-    recorded = {k: (v.isoformat() if isinstance(v, date) else list(v) if isinstance(v, tuple) else v)
-                for k, v in dataclasses.asdict(selection).items()}  # fmt: skip
+    recorded = {
+        k: (v.isoformat() if isinstance(v, date) else list(v) if isinstance(v, tuple) else v)
+        for k, v in dataclasses.asdict(selection).items()
+    }
     recorded["lengths"] = sorted(set(selection.lengths))
     recorded["feedback_readings"] = {"train": len(train), "held_out": len(rows) - len(train)}
 
@@ -79,8 +81,15 @@ def start_run(
         if selection.include_feedback:
             config.data.feedback = [write_feedback(run_dir / "data", rows)]
 
-    return _insert_run(settings, actor, name or f"run of {utcnow():%Y-%m-%d %H:%M}", config, recorded,
-                       version.id if version else None, write_data)  # fmt: skip
+    return _insert_run(
+        settings,
+        actor,
+        name or f"run of {utcnow():%Y-%m-%d %H:%M}",
+        config,
+        recorded,
+        version.id if version else None,
+        write_data,
+    )
 
 
 def queue_config(settings: Settings, config: TrainConfig, *, name: str, user: UserView | None = None) -> RunView:
@@ -121,11 +130,18 @@ def _insert_run(
     run_dir: Path | None = None
     try:
         with session_scope(settings.resolved_database_url) as s:
-            run = TrainingRun(name=name, status=RunStatus.queued, config={}, selection=selection, run_dir="",
-                              start_version_id=start_version_id, created_by_id=actor.id,
-                              total_steps=config.sft_steps + config.rl_steps,
-                              estimate_s=estimate_config(settings, config)[0],
-                              heartbeat_at=utcnow())  # fmt: skip
+            run = TrainingRun(
+                name=name,
+                status=RunStatus.queued,
+                config={},
+                selection=selection,
+                run_dir="",
+                start_version_id=start_version_id,
+                created_by_id=actor.id,
+                total_steps=config.sft_steps + config.rl_steps,
+                estimate_s=estimate_config(settings, config)[0],
+                heartbeat_at=utcnow(),
+            )
             s.add(run)
             s.flush()
             folder = (settings.training_dir / f"run-{run.id}").resolve()
@@ -147,8 +163,11 @@ def _insert_run(
 
 def _views(s: Session, runs: list[TrainingRun]) -> list[RunView]:
     users = dict(s.execute(select(User.id, User.username).where(User.id.in_({r.created_by_id for r in runs}))).all())
-    versions = dict(s.execute(select(ModelVersion.id, ModelVersion.name)
-                              .where(ModelVersion.id.in_({r.start_version_id for r in runs}))).all())  # fmt: skip
+    versions = dict(
+        s.execute(
+            select(ModelVersion.id, ModelVersion.name).where(ModelVersion.id.in_({r.start_version_id for r in runs}))
+        ).all()
+    )
     queued = list(
         s.scalars(select(TrainingRun.id).where(TrainingRun.status == RunStatus.queued).order_by(TrainingRun.id))
     )
@@ -159,16 +178,31 @@ def _views(s: Session, runs: list[TrainingRun]) -> list[RunView]:
         if r.status == RunStatus.running:
             rows = read_jsonl(run_dir / "metrics.jsonl")
             eta = rows[-1].get("eta_s") if rows else None
-        views.append(RunView(
-            id=r.id, name=r.name, status=r.status.value, created_by=users.get(r.created_by_id),
-            created_at=r.created_at,
-            started_at=r.started_at, finished_at=r.finished_at, step=r.step, total_steps=r.total_steps,
-            eta_s=eta, queue_position=queued.index(r.id) + 1 if r.id in queued else None, attempts=r.attempts,
-            error=r.error, start_version=start_label(r.config, versions.get(r.start_version_id)),
-            version_id=r.version_id,
-            evaluation=r.evaluation, config=r.config, selection=r.selection, run_dir=r.run_dir,
-            resumable=has_checkpoint(run_dir), estimate_s=r.estimate_s,
-        ))  # fmt: skip
+        views.append(
+            RunView(
+                id=r.id,
+                name=r.name,
+                status=r.status.value,
+                created_by=users.get(r.created_by_id),
+                created_at=r.created_at,
+                started_at=r.started_at,
+                finished_at=r.finished_at,
+                step=r.step,
+                total_steps=r.total_steps,
+                eta_s=eta,
+                queue_position=queued.index(r.id) + 1 if r.id in queued else None,
+                attempts=r.attempts,
+                error=r.error,
+                start_version=start_label(r.config, versions.get(r.start_version_id)),
+                version_id=r.version_id,
+                evaluation=r.evaluation,
+                config=r.config,
+                selection=r.selection,
+                run_dir=r.run_dir,
+                resumable=has_checkpoint(run_dir),
+                estimate_s=r.estimate_s,
+            )
+        )
     return views
 
 
@@ -192,8 +226,9 @@ def _move(settings: Settings, run_id: int, user: UserView | None, moves: dict[Ru
         admin(s, settings, user)
         run = require_run(s, run_id)
         for status, values in moves.items():
-            if s.execute(update(TrainingRun).where(TrainingRun.id == run_id, TrainingRun.status == status)
-                         .values(**values)).rowcount:  # fmt: skip
+            if s.execute(
+                update(TrainingRun).where(TrainingRun.id == run_id, TrainingRun.status == status).values(**values)
+            ).rowcount:
                 return
         s.refresh(run)
         raise RunError(refusal.format(id=run_id, status=run.status.value))
@@ -201,11 +236,17 @@ def _move(settings: Settings, run_id: int, user: UserView | None, moves: dict[Ru
 
 def cancel_run(settings: Settings, run_id: int, user: UserView | None = None) -> RunView:
     """Queued: cancelled at once. Running: `cancelling` until the trainer has saved and stopped."""
-    _move(settings, run_id, user, {
-        RunStatus.queued: {"status": RunStatus.cancelled, "finished_at": utcnow()},
-        RunStatus.running: {"status": RunStatus.cancelling},
-        RunStatus.cancelling: {"status": RunStatus.cancelling},
-    }, "run {id} is {status}: only a queued or running run can be cancelled")  # fmt: skip
+    _move(
+        settings,
+        run_id,
+        user,
+        {
+            RunStatus.queued: {"status": RunStatus.cancelled, "finished_at": utcnow()},
+            RunStatus.running: {"status": RunStatus.cancelling},
+            RunStatus.cancelling: {"status": RunStatus.cancelling},
+        },
+        "run {id} is {status}: only a queued or running run can be cancelled",
+    )
     return get_run(settings, run_id, user)
 
 
@@ -219,8 +260,13 @@ def resume_run(settings: Settings, run_id: int, user: UserView | None = None) ->
         "heartbeat_at": utcnow(),
         "attempts": 0,
     }
-    _move(settings, run_id, user, {RunStatus.cancelled: again, RunStatus.failed: again},
-          "run {id} is {status}: only a cancelled or failed run can be resumed")  # fmt: skip
+    _move(
+        settings,
+        run_id,
+        user,
+        {RunStatus.cancelled: again, RunStatus.failed: again},
+        "run {id} is {status}: only a cancelled or failed run can be resumed",
+    )
     request_training(settings, run_id)
     return get_run(settings, run_id, user)
 
@@ -280,10 +326,18 @@ def promote_run(settings: Settings, run_id: int, user: UserView | None = None) -
         config = run.config
         try:
             version = register_version(
-                s, version_name(run.id, run.name), config["model"], adapter, metrics,
-                template_set=config["template_set"], chunk_tokens=config["chunk_tokens"],
-                memory_tokens=config["memory_tokens"], training_run=run.run_dir, activate=True, user=actor,
-            )  # fmt: skip
+                s,
+                version_name(run.id, run.name),
+                config["model"],
+                adapter,
+                metrics,
+                template_set=config["template_set"],
+                chunk_tokens=config["chunk_tokens"],
+                memory_tokens=config["memory_tokens"],
+                training_run=run.run_dir,
+                activate=True,
+                user=actor,
+            )
         except ModelVersionError as exc:
             raise RunError(str(exc)) from None
         run.version_id = version.id
