@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.cli.common import local_admin, migrate_db
+from app.cli.reading_json import checkpoint_json, reading_json
 from app.settings import Settings
 
 if TYPE_CHECKING:  # the commands import what they need when they run: `longread --help` stays fast
-    from app.services.views import CheckpointView, ReadingView
+    from app.services.views import ReadingView
 
 
 def _ingest(settings: Settings, path: Path) -> int:
@@ -202,50 +203,12 @@ def _print_read(views: list[ReadingView], took: str, as_json: bool) -> None:
 
 
 def _print_readings(views: list[ReadingView], as_json: bool) -> None:
-    out = [_reading_json(v) for v in views]
+    out = [reading_json(v) for v in views]
     if as_json:
         print(json.dumps({"readings": out}, ensure_ascii=False))
     else:
         for r in out:
             print(f"Q: {r['question']}\nA: {r['answer']}\n   ({r['status']}, {len(r['checkpoints'])} chunks)")
-
-
-def _checkpoint_json(c: CheckpointView) -> dict:
-    out = {
-        "step": c.step,
-        "memory": c.memory,
-        "start_char": c.start_char,
-        "end_char": c.end_char,
-        "origin": c.origin,
-        "first_page": c.first_page,
-        "last_page": c.last_page,
-    }
-    if c.chunk is not None:
-        out["chunk"] = c.chunk
-    return out
-
-
-def _reading_json(r: ReadingView, with_checkpoints: bool = True) -> dict:
-    """A reading as `ask --json`, `readings --json` and `checkpoints --json` print it."""
-    out = {
-        "id": r.id,
-        "document_id": r.document_id,
-        "question": r.question,
-        "answer": r.answer,
-        "status": r.status,
-        "error": r.error,
-        "model": r.model,
-        "chunk_tokens": r.chunk_tokens,
-        "memory_tokens": r.memory_tokens,
-        "steps": len(r.checkpoints),
-        "total_chunks": r.total_chunks,
-        "parent_reading_id": r.parent_reading_id,
-        "branched_at_step": r.branched_at_step,
-        "created_at": r.created_at.isoformat() if r.created_at else None,
-    }
-    if with_checkpoints:
-        out["checkpoints"] = [_checkpoint_json(c) for c in r.checkpoints]
-    return out
 
 
 def _reading_id(command: str, value: str) -> int:
@@ -267,7 +230,7 @@ def cmd_readings(settings: Settings, args: argparse.Namespace) -> int:
     except NotFound as exc:
         raise SystemExit(f"longread readings: {exc}") from None
     if args.json:
-        rows = [_reading_json(r, with_checkpoints=False) for r in views]
+        rows = [reading_json(r, with_checkpoints=False) for r in views]
         print(json.dumps({"document_id": int(args.document), "readings": rows}, ensure_ascii=False))
         return 0
     for r in views:
@@ -296,7 +259,7 @@ def cmd_checkpoints(settings: Settings, args: argparse.Namespace) -> int:
     if args.json:
         print(
             json.dumps(
-                {"reading_id": r.id, "checkpoints": [_checkpoint_json(c) for c in r.checkpoints]}, ensure_ascii=False
+                {"reading_id": r.id, "checkpoints": [checkpoint_json(c) for c in r.checkpoints]}, ensure_ascii=False
             )
         )
         return 0
@@ -350,7 +313,7 @@ def cmd_cancel(settings: Settings, args: argparse.Namespace) -> int:
         r = readings.cancel(settings, _reading_id("cancel", args.reading), user=local_admin(settings))
     except NotFound as exc:
         raise SystemExit(f"longread cancel: {exc}") from None
-    print(json.dumps(_reading_json(r, with_checkpoints=False)) if args.json else f"reading {r.id}: {r.status}")
+    print(json.dumps(reading_json(r, with_checkpoints=False)) if args.json else f"reading {r.id}: {r.status}")
     return 0
 
 
@@ -368,9 +331,7 @@ def cmd_retry(settings: Settings, args: argparse.Namespace) -> int:
         raise SystemExit(f"longread retry: {exc}") from None
     if args.queue:
         print(
-            json.dumps(_reading_json(r, with_checkpoints=False))
-            if args.json
-            else f"reading {r.id}: queued for a worker"
+            json.dumps(reading_json(r, with_checkpoints=False)) if args.json else f"reading {r.id}: queued for a worker"
         )
         return 0
     _read_and_print(settings, [reading_id], args.json)

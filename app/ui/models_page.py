@@ -4,16 +4,62 @@ included)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import gradio as gr
 
 from app.db import session_scope
 from app.services import registry
 from app.services.models import activate_version, version_label
+from app.settings import Settings
 from app.ui.admin_context import REFUSED, Admin
 from app.ui.tables import table
 from app.ui.text import text_md
-from app.ui.training_views import ANSWERS_RIGHT, MODEL_COLUMNS, base_label, model_rows
+from app.ui.training_views import ANSWERS_RIGHT, base_label, set_label
+
+MODEL_COLUMNS = [
+    "#",
+    "Version",
+    "Active",
+    "Lineage",
+    "Answers right on held-out sets (gold in answer)",
+    "Weights (engine)",
+    "Created (UTC)",
+]
+
+
+def model_rows(settings: Settings, versions: list[dict[str, Any]]) -> list[list[object]]:
+    """The registry: the base first (active when no version is), then every version, by its label
+    (version_label); the lineage keeps the stored names, as the API and `longread models` give them."""
+    none_active = not any(v["active"] for v in versions)
+    rows: list[list[object]] = [
+        [
+            0,
+            base_label(settings),
+            "● active" if none_active else "",
+            "the settings' model (LONGREAD_MODEL)",
+            "",
+            f"{settings.model} ({settings.engine})",
+            "",
+        ]
+    ]
+    for v in versions:
+        metrics = "; ".join(f"{set_label(k)}: {x:.0%}" for k, x in v["key_metrics"].items())
+        weights = (f"{v['base_model']} + LoRA adapter" if v["adapter_path"] else v["base_model"]) + (
+            f" ({v['engine']})" if v["engine"] else ""
+        )
+        rows.append(
+            [
+                v["id"],
+                version_label(v["name"]),
+                "● active" if v["active"] else "",
+                " → ".join(v["lineage"]),
+                metrics,
+                weights,
+                v["created_at"][:16].replace("T", " "),
+            ]
+        )
+    return rows
 
 
 @dataclass(eq=False)  # eq=False: hashable, as Gradio needs its handlers (these bound methods) to be

@@ -40,15 +40,6 @@ EVAL_COLUMNS = [
     "Baseline: exact answers",
     "This run: exact answers",
 ]
-MODEL_COLUMNS = [
-    "#",
-    "Version",
-    "Active",
-    "Lineage",
-    "Answers right on held-out sets (gold in answer)",
-    "Weights (engine)",
-    "Created (UTC)",
-]
 #: the metrics in words, as the Models and Runs pages explain them
 ANSWERS_RIGHT = (
     "Answers right: the gold (expected) answer is in the model's answer, or the answer in the gold; "
@@ -480,37 +471,3 @@ def set_label(group: object) -> str:
 def base_label(settings: Settings) -> str:
     """The Models tab's row 0 and its menu entry: the settings' model, read when no version is active."""
     return f"no version: {version_label(settings.model)}"
-
-
-def model_rows(settings: Settings, versions: list[dict[str, Any]]) -> list[list[object]]:
-    """The registry: the base first (active when no version is), then every version, by its label
-    (version_label); the lineage keeps the stored names, as the API and `longread models` give them."""
-    none_active = not any(v["active"] for v in versions)
-    rows: list[list[object]] = [
-        [
-            0,
-            base_label(settings),
-            "● active" if none_active else "",
-            "the settings' model (LONGREAD_MODEL)",
-            "",
-            f"{settings.model} ({settings.engine})",
-            "",
-        ]
-    ]
-    for v in versions:
-        metrics = "; ".join(f"{set_label(k)}: {x:.0%}" for k, x in v["key_metrics"].items())
-        weights = (f"{v['base_model']} + LoRA adapter" if v["adapter_path"] else v["base_model"]) + (
-            f" ({v['engine']})" if v["engine"] else ""
-        )
-        rows.append(
-            [
-                v["id"],
-                version_label(v["name"]),
-                "● active" if v["active"] else "",
-                " → ".join(v["lineage"]),
-                metrics,
-                weights,
-                v["created_at"][:16].replace("T", " "),
-            ]
-        )
-    return rows

@@ -15,16 +15,15 @@ from markdown_it import MarkdownIt
 from app.services.registry import lineage
 from app.services.training_runs import RunView
 from app.services.training_runs.shared import start_label
+from app.ui.models_page import MODEL_COLUMNS, model_rows
 from app.ui.training_views import (
     EVAL_COLUMNS,
-    MODEL_COLUMNS,
     PLOTS,
     curve_axes,
     curve_plot,
     curves,
     describe_run,
     eval_view,
-    model_rows,
     parse_params,
     parse_selection,
     round_range,
