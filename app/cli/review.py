@@ -42,7 +42,7 @@ def cmd_review(settings: Settings, args: argparse.Namespace) -> int:
     else:
         width = max((len(r.category) for r in view.rows), default=0)
         for r in view.rows:
-            where = review.pages_text(r, view.page_unit)
+            where = review.pages_text(r, view.page_unit, view.page_labels)
             print(f"{r.category:<{width}}  {review.answer_text(r)}" + (f"  [{where}]" if where else ""))
     print(f"review #{view.id}: {len(started.rows)} questions read in one pass {read[1]}", file=sys.stderr)
     return 0

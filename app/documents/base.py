@@ -38,6 +38,38 @@ def page_of(page_starts: list[int], char_offset: int) -> int:
     return max(1, bisect_right(page_starts, char_offset))
 
 
+def pages_label(first: int, last: int, unit: str = "page", labels: list[str] | None = None) -> str:
+    """Where a chunk came from: "page 3", "pages 3–4", or for sections their headings too:
+    "section 2: Chapter 1", "sections 2–3: Chapter 1 – Chapter 2". A PDF's pages by the numbers printed on them
+    where its page labels say so, their place in the file after: "page 81 (page 98 of the PDF)"."""
+    span = f"{unit} {first}" if first == last else f"{unit}s {first}–{last}"
+    if unit == "page":
+        return printed_pages(first, last, labels)
+    if not labels or last > len(labels) or {labels[first - 1], labels[last - 1]} == {"Start"}:
+        return span
+    names = labels[first - 1] if first == last else f"{labels[first - 1]} – {labels[last - 1]}"
+    return f"{span}: {names}"
+
+
+def printed_pages(first: int, last: int, labels: list[str] | None = None) -> str:
+    """PDF pages `first`–`last` (1-based places in the file) as the reader finds them: by the labels printed on
+    them (pypdf's page labels: "iv", "81"), with their place in the file where a label differs from it; by the
+    place alone where there are no labels.
+
+    >>> printed_pages(98, 98, [str(i - 17) for i in range(1, 120)]), printed_pages(2, 3, ["i", "1", "2"])
+    ('page 81 (page 98 of the PDF)', 'pages 1–2 (pages 2–3 of the PDF)')
+    >>> printed_pages(4, 4, [str(i) for i in range(1, 9)]), printed_pages(4, 5, None)
+    ('page 4', 'pages 4–5')
+    """
+    span = f"page {first}" if first == last else f"pages {first}–{last}"
+    if not labels or not 1 <= first <= last <= len(labels):
+        return span
+    if (labels[first - 1], labels[last - 1]) == (str(first), str(last)):  # printed as placed: nothing to add
+        return span
+    printed = f"page {labels[first - 1]}" if first == last else f"pages {labels[first - 1]}–{labels[last - 1]}"
+    return f"{printed} ({span} of the PDF)"
+
+
 # A chapter-like heading in plain text (and in a plain DOCX, EPUB or HTML paragraph: app/documents/rich.py):
 # a paragraph of one short line such as "Chapter 3", "LETTER IV", "Part First.", "Chapter I. The Bertolini",
 # "ARTICLE 7 - TERM", "PREFACE", "12. GOVERNING LAW" or a lone Roman numeral ("IV.").

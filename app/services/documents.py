@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 
 from sqlalchemy import select
@@ -27,7 +27,7 @@ from app.documents.pages import SCALE as PAGE_SCALE
 from app.documents.pages import render_untrusted
 from app.documents.sandbox import DEFAULT_LIMITS, ParseLimits, parse_untrusted
 from app.documents.storage import blob_path, page_dir, store_blob
-from app.models import Document, DocumentStatus, ModelVersion
+from app.models import Document, DocumentStatus, ModelVersion, Reading, ReadingStatus
 from app.services.errors import NotFound, valid_id
 from app.services.health import Health, health
 from app.services.llm import tokenizer_for
@@ -140,12 +140,19 @@ def document_page_unit(doc: Document) -> str:
 
 
 def document_view(
-    d: Document, settings: Settings, version: ModelVersion | None, h: Health | None, with_page_map: bool = False
+    d: Document,
+    settings: Settings,
+    version: ModelVersion | None,
+    h: Health | None,
+    with_page_map: bool = False,
+    ahead: tuple[int, float | None] = (0, None),
 ) -> DocumentView:
     """A document as the API, the UI and the CLI show it, with the estimate of a reading by `version`
-    (the active one, as a new reading's; None: the settings' model) and the model's start when `h` (the
-    workers' state) says none has it up."""
+    (the active one, as a new reading's; None: the settings' model), the model's start when `h` (the
+    workers' state) says none has it up, and `ahead` (queued_ahead): the work queued before it."""
     estimate = estimate_reading(d.token_count, settings, version, h) if d.token_count else None
+    if estimate is not None:
+        estimate = replace(estimate, ahead_readings=ahead[0], ahead_s=ahead[1])
     return DocumentView(
         id=d.id,
         title=d.title,
@@ -207,7 +214,9 @@ def show_document(
     """The document (NotFound if none or not the user's), with its reading estimate and page map."""
     with session_scope(settings.resolved_database_url) as s:
         doc = require_document(s, document_id, resolve_actor(s, settings, user))
-        return document_view(doc, settings, active_version(s), health(s), with_page_map=with_page_map)
+        version = active_version(s)
+        ahead = queued_ahead(s, settings, version)
+        return document_view(doc, settings, version, health(s), with_page_map=with_page_map, ahead=ahead)
 
 
 def document_text(settings: Settings, document_id: int, *, user: UserView | None = None) -> str:
@@ -223,7 +232,9 @@ def all_documents(settings: Settings, *, user: UserView | None = None) -> list[D
     """The user's documents, newest first, without page maps."""
     with session_scope(settings.resolved_database_url) as s:
         version, h = active_version(s), health(s)  # once for the list, not once a document
-        return [document_view(d, settings, version, h) for d in list_documents(s, resolve_actor(s, settings, user))]
+        ahead = queued_ahead(s, settings, version)
+        docs = list_documents(s, resolve_actor(s, settings, user))
+        return [document_view(d, settings, version, h, ahead=ahead) for d in docs]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -311,6 +322,29 @@ def start_seconds(speed: EngineSpeed, h: Health | None) -> float | None:
         left = speed.start_s - (h.starting_for_s or 0.0)
         return round(left) if left >= 1 else None
     return speed.start_s  # no worker, or its model failed to start: a (re)start is ahead
+
+
+def queued_ahead(session: Session, settings: Settings, version: ModelVersion | None) -> tuple[int, float | None]:
+    """(readings, seconds): the work every worker has before a question asked now, whoever asked it. A document's
+    unfinished readings are read together in one pass (the runner's batches), so each document costs one pass
+    of that many questions (`pass_seconds`), less the share of its chunks already read; seconds None where the
+    engine has no speed figure. An estimate by the active version's speed, as a new reading's."""
+    found = session.execute(
+        select(Reading.document_id, Reading.cursor, Reading.total_chunks, Document.token_count)
+        .join(Document, Document.id == Reading.document_id)
+        .where(Reading.status.in_([ReadingStatus.queued, ReadingStatus.running]))
+    ).all()
+    passes: dict[int, list[tuple[int, int | None, int | None]]] = {}
+    for document_id, cursor, total, tokens in found:
+        passes.setdefault(document_id, []).append((cursor or 0, total, tokens))
+    seconds = 0.0
+    for rs in passes.values():
+        whole = estimate_reading(rs[0][2] or 0, settings, version).pass_seconds(len(rs))
+        if whole is None:
+            return len(found), None
+        left = max(1 - cursor / total if total else 1.0 for cursor, total, _ in rs)
+        seconds += whole * left
+    return len(found), round(seconds, 1)
 
 
 def estimate_reading(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Annotated
 
@@ -21,7 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from app.db import session_scope
-from app.documents.base import page_of, page_unit
+from app.documents.base import page_of, page_unit, pages_label
 from app.models import Checkpoint, Reading, Review
 from app.queue import request_reading_pass
 from app.services.documents import page_url, require_document
@@ -29,6 +29,7 @@ from app.services.errors import NotFound, valid_id
 from app.services.provenance import answer_source
 from app.services.readings import ReadingError, create_readings
 from app.services.users import UserView, can_see, resolve_actor
+from app.services.views import NOT_SERVED, reading_progress
 from app.settings import Settings
 from inference.contract_review import REVIEW_QUESTIONS, YES_NO, Kind, first_yes_no
 
@@ -64,6 +65,17 @@ class ReviewRow:
 
 
 @dataclass(frozen=True)
+class ReviewProgress:
+    """Where a review's pass is: its readings go through the chunks together, then each answers."""
+
+    step: Annotated[int, Field(description="chunks read so far (by the furthest of its readings)")]
+    total: Annotated[int | None, Field(description="the document's chunks; None while the pass is queued")]
+    answered: int
+    questions: int
+    eta_s: Annotated[float | None, Field(description="time left for the chunks at the pass's own pace")]
+
+
+@dataclass(frozen=True)
 class ReviewView:
     """A contract review: one row a CUAD category, in one pass over the document."""
 
@@ -76,6 +88,9 @@ class ReviewView:
     #: every reading of the review has finished (done, failed or cancelled)
     done: bool
     rows: list[ReviewRow]
+    progress: ReviewProgress
+    #: a PDF's printed page labels ("81"), for the Pages column (pages_label)
+    page_labels: Annotated[list[str], NOT_SERVED] = field(default_factory=list)
 
 
 class ReviewError(ReadingError):
@@ -113,12 +128,12 @@ def review_row(category: str, kind: str, reading, text: str, page_starts: list[i
     return ReviewRow(category, kind, reading.id, status, reading.answer, k, first, last, a, b, text[a:b])
 
 
-def pages_text(row: ReviewRow, unit: str = "page") -> str:
-    """Where the evidence is: "page 3", "pages 3–4" (or sections); "" where none was found."""
-    first, last = row.first_page, row.last_page
-    if first is None:
+def pages_text(row: ReviewRow, unit: str = "page", labels: list[str] | None = None) -> str:
+    """Where the evidence is: "page 3", "pages 3–4", by the numbers printed on a PDF's pages where its labels
+    differ ("page 81 (page 98 of the PDF)"), or sections with their headings; "" where none was found."""
+    if row.first_page is None:
         return ""
-    return f"{unit} {first}" if first == last else f"{unit}s {first}–{last}"
+    return pages_label(row.first_page, row.last_page, unit, labels)
 
 
 def page_link(document_id: int, row: ReviewRow, unit: str = "page") -> str:
@@ -160,7 +175,7 @@ def _export_rows(view: ReviewView) -> list[list[str]]:
             r.category,
             r.kind,
             answer_text(r),
-            pages_text(r, view.page_unit),
+            pages_text(r, view.page_unit, view.page_labels),
             " ".join((r.passage or "").split()),
             page_link(view.document_id, r, view.page_unit),
             str(r.reading_id),
@@ -219,7 +234,17 @@ def _view(session: Session, review: Review) -> ReviewView:
     ).all()
     rows = [review_row(*kinds.get(r.question, (r.question, "extract")), r, text, starts) for r in rs]
     done = all(r.status in ("done", "failed", "cancelled") for r in rows)
-    return ReviewView(review.id, doc.id, doc.title, page_unit(doc.format), review.created_at, done, rows)
+    unit, labels = page_unit(doc.format), list(doc.page_labels or [])
+    return ReviewView(review.id, doc.id, doc.title, unit, review.created_at, done, rows, _progress(rs), labels)
+
+
+def _progress(rs: Sequence[Reading]) -> ReviewProgress:
+    ps = [reading_progress(r) for r in rs]
+    totals = [p.total for p in ps if p.total is not None]
+    etas = [p.eta_s for p in ps if p.eta_s is not None]
+    answered = sum(getattr(r.status, "value", r.status) == "done" for r in rs)
+    step = max((p.step for p in ps), default=0)
+    return ReviewProgress(step, max(totals) if totals else None, answered, len(rs), max(etas) if etas else None)
 
 
 def review(
@@ -257,17 +282,17 @@ def show_review(settings: Settings, review_id: int, *, user: UserView | None = N
 
 
 def review_state(settings: Settings, review_id: int, *, user: UserView | None = None) -> list[list[object]]:
-    """Each reading of the review as [id, status, answer], read without the checkpoints: what the table
-    changes with, so whoever follows the review rebuilds the table only when this changed (NotFound as
-    show_review)."""
+    """Each reading of the review as [id, status, chunks read, answer], read without the checkpoints: what the
+    table and its progress line change with, so whoever follows the review redraws only when this changed
+    (NotFound as show_review)."""
     with session_scope(settings.resolved_database_url) as s:
         require_review(s, review_id, resolve_actor(s, settings, user))
         found = s.execute(
-            select(Reading.id, Reading.status, Reading.answer)
+            select(Reading.id, Reading.status, Reading.cursor, Reading.answer)
             .where(Reading.review_id == review_id)
             .order_by(Reading.id)
         )
-        return [[i, getattr(status, "value", status), answer] for i, status, answer in found]
+        return [[i, getattr(status, "value", status), cursor, answer] for i, status, cursor, answer in found]
 
 
 def document_reviews(settings: Settings, document_id: int, *, user: UserView | None = None) -> list[int]:

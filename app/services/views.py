@@ -144,6 +144,7 @@ class ReadingView:
     created_at: datetime | None
     parent_reading_id: Annotated[int | None, Field(description="a branch: the reading it was made from")]
     branched_at_step: Annotated[int | None, Field(description="a branch: the step whose memory was edited")]
+    review_id: Annotated[int | None, Field(description="the contract review this reading is one question of")]
     progress: ProgressView
     #: every step as this reading sees it: a branch's shared steps (its ancestors') included
     checkpoints: list[CheckpointView]
@@ -169,6 +170,7 @@ def reading_view(r: Reading, stale_after_s: float | None = None, with_chunks: bo
         created_at=r.created_at,
         parent_reading_id=r.parent_reading_id,
         branched_at_step=r.branched_at_step,
+        review_id=r.review_id,
         progress=reading_progress(r, stale_after_s),
         checkpoints=[checkpoint_view(c, text) for c in r.timeline()],
     )
@@ -195,6 +197,11 @@ class EstimateView:
     #: seconds to start the model (None: it is up, or no figure)
     start_s: Annotated[
         float | None, Field(description="the model's start first: no worker has it up (None: it is up)")
+    ] = None
+    #: the work the workers have before a new question: readings queued or under way, and their time left
+    ahead_readings: Annotated[int, Field(description="readings queued or under way before a new question")] = 0
+    ahead_s: Annotated[
+        float | None, Field(description="about how long those take, read as the passes they are in (None: unknown)")
     ] = None
 
     def pass_seconds(self, questions: int) -> float | None:

@@ -41,7 +41,7 @@ def no_passage(note: str = "") -> tuple:
 
 
 def _labels(settings: Settings, user: UserView | None, document_id: int) -> list[str]:
-    """The document's page labels (a PDF's printed page numbers: read_views.printed_pages); none if it is gone."""
+    """The document's page labels (a PDF's printed page numbers: base.printed_pages); none if it is gone."""
     try:
         return [p.label for p in documents.show_document(settings, document_id, user=user).page_map or []]
     except NotFound:

@@ -10,6 +10,7 @@ from pathlib import Path
 import gradio as gr
 
 from app.db import session_scope
+from app.documents.base import pages_label
 from app.services import documents, health, readings
 from app.services.documents import UploadError
 from app.services.errors import NotFound
@@ -26,8 +27,8 @@ from app.ui.read_views import (
     describe_pass,
     describe_progress,
     page_parts,
-    pages_label,
     progress_bar,
+    review_of_row,
 )
 from app.ui.text import text_md
 
@@ -203,10 +204,18 @@ class ReadEvents:
             return self.tab.reading.closed()
         return {self.tab.reading.reading_id: reading_id, self.tab.ask.question: r.question} | self.on_tick(reading_id)
 
-    def on_open(self, evt: gr.SelectData, saved: dict | None) -> dict:
-        """A row of the readings (or branches) table chosen: that reading opens."""
+    def on_open(self, evt: gr.SelectData, saved: dict | None, pass_ids: list[int] | None) -> dict:
+        """A row of the readings (or branches) table chosen: that reading opens (a review's line opens its
+        checklist instead: review_panel); the pass's cards stay only if it is one of the pass's readings."""
+        if review_of_row(evt.row_value) is not None:
+            return gr.skip()
         reading_id = int(evt.row_value[0])
-        return self.open_reading(reading_id) | {self.tab.saved: {**(saved or {}), "reading": reading_id}}
+        opened = self.open_reading(reading_id) | {self.tab.saved: {**(saved or {}), "reading": reading_id}}
+        return opened if reading_id in (pass_ids or []) else opened | self.leave_pass()
+
+    def leave_pass(self) -> dict:
+        """The pass's cards emptied: the reading now open is not one of its questions (a branch, another row)."""
+        return {self.tab.pass_ids: []} | self.tab.pass_view.hide()
 
     def on_tick(self, reading_id: int | None, notice: tuple[int, str, float] | None = None) -> dict:
         """The open reading's status, bar, memory, answer and timer; an unexpired `notice` (reading id,
@@ -275,4 +284,4 @@ class ReadEvents:
             else f"it reads on from chunk {int(k) + 1}."
         )
         opened = {t.saved: {**(saved or {}), "reading": branch.id}, t.readings: self.look.reading_rows(document_id)}
-        return {edit_msg: note} | self.open_reading(branch.id) | opened
+        return {edit_msg: note} | self.open_reading(branch.id) | opened | self.leave_pass()

@@ -61,8 +61,9 @@ class ReadTab:
 
     @property
     def opened(self) -> list:
-        """What opening a reading from a table updates (read_events.on_open)."""
-        return [*self.reading.outputs, self.ask.question, self.saved]
+        """What opening a reading from a table updates (read_events.on_open): the pass's cards go unless it is
+        one of the pass's readings."""
+        return [*self.reading.outputs, self.ask.question, self.saved, self.pass_ids, *self.pass_view.outputs]
 
 
 def build_read_layout(settings: Settings, me: Callable[[], UserView | None]) -> ReadTab:

@@ -12,7 +12,7 @@ from app.services.errors import NotFound
 from app.services.users import UserView
 from app.services.views import DocumentView, ReadingView
 from app.settings import Settings
-from app.ui.read_views import reading_row
+from app.ui.read_views import history_rows
 
 
 class Lookups:
@@ -40,11 +40,11 @@ class Lookups:
         return r.document_id if r else None
 
     def reading_rows(self, document_id: int | None) -> list[list[object]]:
-        """The document's readings table."""
+        """The document's readings table (a review one line: history_rows)."""
         if document_id is None:
             return []
         try:
-            return [reading_row(r) for r in readings.document_readings(self.settings, document_id, user=self.me())]
+            return history_rows(readings.document_readings(self.settings, document_id, user=self.me()))
         except NotFound:
             return []
 

@@ -34,7 +34,7 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):
         _connect_document(tab, on)
         _connect_questions(ui, tab, on)
         _connect_reading(tab, on, timer, list_timer)
-        tab.review_panel.connect(tab.doc.document, list_timer)
+        tab.review_panel.connect(tab.doc.document, tab.readings, list_timer)
         # After a reload: the document and reading that were open.
         ui.load(on.on_restore, saved, [tab.doc.document, tab.doc.info, tab.readings, *tab.opened], **HIDDEN)
 
@@ -76,7 +76,7 @@ def _connect_questions(ui: gr.Blocks, tab: ReadTab, on: ReadEvents) -> None:
 def _connect_reading(tab: ReadTab, on: ReadEvents, timer: gr.Timer, list_timer: gr.Timer) -> None:
     v, saved = tab.reading, tab.saved
     timeline, branches = tab.details.panels.timeline, tab.details.panels.branches
-    tab.readings.select(on.on_open, saved, tab.opened, **HIDDEN)
+    tab.readings.select(on.on_open, [saved, tab.pass_ids], tab.opened, **HIDDEN)
     # Timers read the shown document from a State: a tick sent with a just-deleted document's id in the menu
     # was refused by the menu ("Value: 1 is not in the list of choices"), an error box after every deletion.
     list_timer.tick(on.on_refresh, [tab.doc.shown, tab.readings], tab.readings, **HIDDEN)
@@ -85,7 +85,7 @@ def _connect_reading(tab: ReadTab, on: ReadEvents, timer: gr.Timer, list_timer: 
     tab.details.connect(v.reading_id, v.status, timer, list_timer)
     # While a reading runs, its row follows it every second, not every three (as its branches do: details).
     timer.tick(on.on_refresh, [tab.doc.shown, tab.readings], tab.readings, **HIDDEN)
-    branches.table.select(on.on_open, saved, tab.opened, **HIDDEN)
+    branches.table.select(on.on_open, [saved, tab.pass_ids], tab.opened, **HIDDEN)
     edited = [v.reading_id, timeline.slider, timeline.memory, tab.doc.document, saved]
     timeline.resume.click(on.on_resume, edited, [timeline.edit_msg, *tab.opened, tab.readings], **HIDDEN)
     v.retry.click(on.on_retry, v.reading_id, [*v.live, v.notice], **HIDDEN)

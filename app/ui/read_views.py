@@ -7,43 +7,12 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
+from app.documents.base import pages_label
 from app.services.documents import page_url
 from app.services.feedback import FeedbackView
 from app.services.health import Health
 from app.services.views import DocumentView, EstimateView, ProgressView, ReadingView, StepView, word_diff
 from app.ui.text import fmt_seconds, text_md
-
-
-def pages_label(first: int, last: int, unit: str = "page", labels: list[str] | None = None) -> str:
-    """Where a chunk came from: "page 3", "pages 3–4", or for sections their headings too:
-    "section 2: Chapter 1", "sections 2–3: Chapter 1 – Chapter 2". A PDF's pages by the numbers printed on them
-    where its page labels say so, their place in the file after: "page 81 (page 98 of the PDF)"."""
-    span = f"{unit} {first}" if first == last else f"{unit}s {first}–{last}"
-    if unit == "page":
-        return printed_pages(first, last, labels)
-    if not labels or last > len(labels) or {labels[first - 1], labels[last - 1]} == {"Start"}:
-        return span
-    names = labels[first - 1] if first == last else f"{labels[first - 1]} – {labels[last - 1]}"
-    return f"{span}: {names}"
-
-
-def printed_pages(first: int, last: int, labels: list[str] | None = None) -> str:
-    """PDF pages `first`–`last` (1-based places in the file) as the reader finds them: by the labels printed on
-    them (pypdf's page labels: "iv", "81"), with their place in the file where a label differs from it; by the
-    place alone where there are no labels.
-
-    >>> printed_pages(98, 98, [str(i - 17) for i in range(1, 120)]), printed_pages(2, 3, ["i", "1", "2"])
-    ('page 81 (page 98 of the PDF)', 'pages 1–2 (pages 2–3 of the PDF)')
-    >>> printed_pages(4, 4, [str(i) for i in range(1, 9)]), printed_pages(4, 5, None)
-    ('page 4', 'pages 4–5')
-    """
-    span = f"page {first}" if first == last else f"pages {first}–{last}"
-    if not labels or not 1 <= first <= last <= len(labels):
-        return span
-    if (labels[first - 1], labels[last - 1]) == (str(first), str(last)):  # printed as placed: nothing to add
-        return span
-    printed = f"page {labels[first - 1]}" if first == last else f"pages {labels[first - 1]}–{labels[last - 1]}"
-    return f"{printed} ({span} of the PDF)"
 
 
 def describe_document(d: DocumentView) -> str:
@@ -59,13 +28,8 @@ def describe_document(d: DocumentView) -> str:
     e = d.estimate
     if e is not None and e.chunks:
         chunks = f"{e.chunks:,} chunk{'s' if e.chunks != 1 else ''} of {e.chunk_tokens} tokens"
-        if e.seconds is None:
-            line += f"  \nOne question reads {chunks} on {text_md(e.engine)} (no speed figure for it yet)."
-        else:
-            line += (
-                f"  \nOne question: about {fmt_seconds(e.seconds)}{started(e)} to read {chunks} "
-                f"on {text_md(e.engine)} ({text_md(e.basis)})."
-            )
+        how_long = "no speed figure for it yet" if e.seconds is None else "beside the questions: how long they take"
+        line += f"  \nA question reads {chunks} on {text_md(e.engine)} ({how_long})."
     return line
 
 
@@ -115,19 +79,34 @@ def asked_questions(question: str | None, more: str | None) -> list[str]:
 
 
 def describe_pass(e: EstimateView | None, questions: int) -> str:
-    """Beside the questions: how long `questions` (at least one) read together in one pass would take."""
-    n = max(1, questions)
-    seconds = e.pass_seconds(n) if e is not None and e.chunks else None
+    """Beside the questions: how long the `questions` typed would take read together in one pass, after the work
+    queued before them; nothing before a question is typed."""
+    seconds = e.pass_seconds(questions) if e is not None and e.chunks and questions else None
     if seconds is None:
         return ""
-    if n == 1:
-        return f"One question: about {fmt_seconds(seconds)}{started(e)}."
-    if e.shared_s:  # measured passes came in under this figure (app/services/documents.py ENGINE_SPEEDS)
-        return (
-            f"{n} questions: at most about {fmt_seconds(seconds)}{started(e)} (read together: each adds the "
+    if questions == 1:
+        line = f"One question: about {fmt_seconds(seconds)}{started(e)}."
+    elif e.shared_s:  # measured passes came in under this figure (app/services/documents.py ENGINE_SPEEDS)
+        line = (
+            f"{questions} questions: at most about {fmt_seconds(seconds)}{started(e)} (read together: each adds the "
             "reading of its prompts, the writing is shared)."
         )
-    return f"{n} questions: about {fmt_seconds(seconds)}{started(e)} (read together: each adds one question's time)."
+    else:
+        line = (
+            f"{questions} questions: about {fmt_seconds(seconds)}{started(e)} "
+            "(read together: each adds one question's time)."
+        )
+    return line + queued_first(e)
+
+
+def queued_first(e: EstimateView) -> str:
+    """The work the workers have before a new question, when they have any ("" when idle)."""
+    if not e.ahead_readings:
+        return ""
+    n = e.ahead_readings
+    work = f"{n:,} reading{'s' if n != 1 else ''} queued or under way"
+    took = f", about {fmt_seconds(e.ahead_s)} of work" if e.ahead_s else ""
+    return f" The workers are busy: {work}{took} before it (it starts after them)."
 
 
 #: Gradio refuses larger files itself, with a message that disappears and a bare "Error" left in
@@ -218,6 +197,52 @@ def reading_row(r: ReadingView) -> list[object]:
         branch,
         f"{r.created_at:%Y-%m-%d %H:%M}" if r.created_at else "",
     ]
+
+
+#: the "#" of a review's line in the readings table: the review's id after it (review_panel opens it)
+REVIEW_MARK = "review #"
+
+
+def history_rows(views: list[ReadingView]) -> list[list[object]]:
+    """A document's readings table, newest first: one line a reading a person asked, and one line a contract
+    review for its 41 readings ("review #N", which opens its checklist), so a review does not bury the rest."""
+    lines: list[tuple[int, list[object]]] = []
+    reviews: dict[int, list[ReadingView]] = {}
+    for r in views:
+        if r.review_id is None:
+            lines.append((r.id, reading_row(r)))
+        else:
+            reviews.setdefault(r.review_id, []).append(r)
+    lines += [(min(r.id for r in rs), review_line(review_id, rs)) for review_id, rs in reviews.items()]
+    return [row for _, row in sorted(lines, key=lambda line: -line[0])]
+
+
+def review_line(review_id: int, rs: list[ReadingView]) -> list[object]:
+    """A review's one line in the readings table: how far its pass is and how many questions it answered."""
+    answered = sum(r.status == "done" for r in rs)
+    running = [r for r in rs if r.status == "running"]
+    if running:
+        step, total = max(r.cursor for r in running), max(r.total_chunks or 0 for r in running)
+        status = f"reading {min(step + 1, total)} of {total}" if total else "running"
+    elif any(r.status == "queued" for r in rs):
+        status = "queued"
+    else:
+        status = "done" if answered == len(rs) else "finished"
+    created = min((r.created_at for r in rs if r.created_at), default=None)
+    return [
+        f"{REVIEW_MARK}{review_id}",
+        f"Contract review: {len(rs)} clause questions in one pass (choose this line to open its checklist)",
+        status,
+        f"{answered} of {len(rs)} answered",
+        "",
+        f"{created:%Y-%m-%d %H:%M}" if created else "",
+    ]
+
+
+def review_of_row(row: list[object] | None) -> int | None:
+    """The review a readings-table line stands for, or None for a reading's line."""
+    cell = str(row[0]) if row else ""
+    return int(cell[len(REVIEW_MARK) :]) if cell.startswith(REVIEW_MARK) else None
 
 
 BRANCH_COLUMNS = ["#", "Branch", "Status", "Answer"]

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import gradio as gr
 
+from app.documents.base import pages_label
 from app.services import documents, feedback, provenance, readings
 from app.services.errors import NotFound
 from app.services.users import UserView
@@ -15,7 +16,7 @@ from app.settings import Settings
 from app.ui.details_panels import DetailsPanels, build_details_panels
 from app.ui.passages import chosen_row, no_passage, open_passage
 from app.ui.read_lookups import Lookups
-from app.ui.read_views import branch_tree, compare_text, describe_feedback, describe_step, diff_spans, pages_label
+from app.ui.read_views import branch_tree, compare_text, describe_feedback, describe_step, diff_spans
 from app.ui.text import text_md
 
 HIDDEN = {"show_progress": "hidden"}  # no Gradio spinner over the panels
@@ -140,7 +141,7 @@ class ReadingDetails:
                 o.id,
             )
             for o in readings.document_readings(self.settings, r.document_id, user=self.me())
-            if o.id != r.id
+            if o.id != r.id and (o.review_id is None or o.review_id == r.review_id)  # a review's own: in its panel
         ]
         return {
             c.other: gr.update(choices=others, value=None),

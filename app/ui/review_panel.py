@@ -17,8 +17,9 @@ from app.services.errors import NotFound
 from app.services.users import UserView
 from app.settings import Settings
 from app.ui.passages import build_passage_view, chosen_row, no_passage, open_passage
+from app.ui.read_views import review_of_row
 from app.ui.tables import table
-from app.ui.text import text_md
+from app.ui.text import fmt_seconds, text_md
 
 REVIEW_COLUMNS = ["Category", "Answer", "Pages", "Passage (choose a row to open it on its page)"]
 #: where the downloads are written (Gradio serves files from the system's temporary folder)
@@ -53,7 +54,7 @@ def table_rows(view: review.ReviewView) -> list[list[str]]:
             [
                 r.category,
                 review.answer_text(r),
-                review.pages_text(r, view.page_unit) or "–",
+                review.pages_text(r, view.page_unit, view.page_labels) or "–",
                 f"open ›  {passage[:160]}" if r.found else "",
             ]
         )
@@ -61,12 +62,22 @@ def table_rows(view: review.ReviewView) -> list[list[str]]:
 
 
 def describe_review(view: review.ReviewView) -> str:
+    """The review's line above its checklist: while it runs, how far its pass is (chunk k of K, questions
+    answered, the time left at its own pace); once done, what it found. Its downloads come when it is done."""
     answered = sum(r.status == "done" for r in view.rows)
     found = sum(r.found for r in view.rows)
     if not view.done:
+        p = view.progress
+        if p.total is None:
+            where = "queued: it starts when a worker is free"
+        elif p.step < p.total:
+            eta = f", about {fmt_seconds(p.eta_s)} left for the chunks" if p.eta_s is not None else ""
+            where = f"chunk {min(p.step + 1, p.total)} of {p.total}{eta}"
+        else:
+            where = "every chunk read, answering"
         return (
-            f"**Review #{view.id}:** reading all {len(view.rows)} questions in one pass… "
-            f"{answered} of {len(view.rows)} answered."
+            f"**Review #{view.id}:** reading all {len(view.rows)} questions in one pass: {where}; "
+            f"{answered} of {len(view.rows)} answered. The downloads come when it is done."
         )
     failed = [r.category for r in view.rows if r.status != "done"]
     return (
@@ -120,14 +131,12 @@ class ReviewPanel:
             ]
             for r in shown.rows
         ]
+        drawn = empty._replace(status=describe_review(view), table=table_rows(shown), kept=kept, seen=seen)
+        if not view.done:  # a half-answered checklist is not one to download
+            return drawn
         csv_path, md_path = _exports(shown, which or "All")
-        return empty._replace(
-            status=describe_review(view),
-            table=table_rows(shown),
-            kept=kept,
-            csv_file=gr.update(value=csv_path, visible=True),
-            md_file=gr.update(value=md_path, visible=True),
-            seen=seen,
+        return drawn._replace(
+            csv_file=gr.update(value=csv_path, visible=True), md_file=gr.update(value=md_path, visible=True)
         )
 
     def _opened(self, review_id: int | None, shown: Shown) -> dict:
@@ -142,6 +151,13 @@ class ReviewPanel:
             ids = []
         latest = ids[0] if ids else None
         return self._opened(latest, self.render(latest, which))
+
+    def on_history(self, evt: gr.SelectData, which: str | None) -> dict:
+        """A review's line of the readings table chosen (read_views.history_rows): its checklist opens."""
+        review_id = review_of_row(evt.row_value)
+        if review_id is None:  # a reading's line: read_events.on_open opens it
+            return gr.skip()
+        return self._opened(review_id, self.render(review_id, which)) | {self.box: gr.update(open=True)}
 
     def on_review(self, document_id: int | None, which: str | None) -> dict:
         if document_id is None:
@@ -181,9 +197,10 @@ class ReviewPanel:
             (document_id, page) if page else None,
         )
 
-    def connect(self, document: gr.components.Component, list_timer: gr.Timer) -> None:
-        """Wire the panel to the Read tab's document menu and its 3-second timer."""
+    def connect(self, document: gr.components.Component, history: gr.Dataframe, list_timer: gr.Timer) -> None:
+        """Wire the panel to the Read tab's document menu, its readings table and its 3-second timer."""
         out, both = list(self.out), [self.review_id, *self.out]
+        history.select(self.on_history, [self.which], [self.box, *both], show_progress="hidden")
         document.change(self.on_document, [document, self.which], both, show_progress="hidden")
         self.start.click(self.on_review, [document, self.which], both, show_progress="hidden")
         self.which.input(self.render, [self.review_id, self.which], out, show_progress="hidden")
@@ -193,7 +210,8 @@ class ReviewPanel:
 
 
 def build_review_panel(settings: Settings, me: Callable[[], UserView | None]) -> ReviewPanel:
-    """The panel's components, in the current layout context; its `connect(document, list_timer)` wires them."""
+    """The panel's components, in the current layout context; its `connect(document, history, list_timer)` wires
+    them."""
     with gr.Accordion(
         "Contract review: every CUAD clause in one pass", open=True, visible=False, elem_id="review-box"
     ) as box:

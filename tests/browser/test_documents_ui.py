@@ -179,7 +179,8 @@ def test_switching_documents_clears_the_question_memory_and_answer(ui_page, ui_s
 
     _choose(page, second["id"])
     page.locator("#doc-info").get_by_text(f"second-{tag}.txt").wait_for(timeout=30_000)
-    estimate.get_by_text("One question:").wait_for(timeout=30_000)  # the boxes were cleared
+    estimate.get_by_text("2 questions:").wait_for(state="detached", timeout=30_000)  # the boxes were cleared
+    assert estimate.inner_text().strip() == ""  # and no question: no estimate (issue 54)
     page.wait_for_function("() => document.querySelector('#answer textarea').value === ''", timeout=30_000)
     for box in ("question", "more-questions", "memory", "answer"):
         assert page.locator(f"#{box} textarea").input_value() == "", box

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -53,10 +54,25 @@ def test_review_a_contract_open_a_rows_passage_and_download_csv(review_page, rev
     page.locator("#ask").wait_for(state="visible", timeout=60_000)
     page.locator("#document input").fill("")
     page.locator(f'ul[role=listbox] [role=option][aria-label^="#{doc["id"]} "]').click()
+    # A question of the person's own first: the review's 41 readings must not bury it (issue 54).
+    page.locator("#question textarea").fill("Who are the parties to this agreement?")
+    page.locator("#ask").click()
+    history = page.locator("#readings")
+    history.locator("[role=gridcell]").filter(has_text="Who are the parties").first.wait_for(timeout=30_000)
     page.locator("#review-start").click()
     status = page.locator("#review-status")
-    status.get_by_text("reading all 41 questions").wait_for(timeout=30_000)
+    status.get_by_text("reading all 41 questions in one pass:").wait_for(timeout=30_000)
+    running = status.inner_text()
+    assert re.search(r"in one pass: (queued|chunk [12] of 2|every chunk read)", running), running
+    assert "The downloads come when it is done" in running, running
+    expect(page.locator("#review-csv")).to_be_hidden()  # a half-answered checklist is not offered
+    lines = history.locator("[role=row]").filter(has=page.locator("[role=gridcell]"))
+    expect(lines).to_have_count(2, timeout=30_000)  # the person's reading and the review's one line
+    expect(lines.filter(has_text="review #")).to_have_count(1)
     status.get_by_text("41 of 41 answered").wait_for(timeout=600_000)
+    expect(page.locator("#review-csv")).to_be_visible()
+    expect(lines.filter(has_text="41 of 41 answered")).to_have_count(1, timeout=30_000)
+    history.screenshot(path=str(ARTIFACTS / "ui-review-history.png"))
     table = page.locator("#review-table")
     for category, _, _ in REVIEW_QUESTIONS[:3]:
         assert table.locator("[role=gridcell]").filter(has_text=category).count() >= 1
@@ -99,4 +115,11 @@ def test_review_a_contract_open_a_rows_passage_and_download_csv(review_page, rev
     rows = list(csv.reader(io.StringIO(download.value.path().read_text(encoding="utf-8"))))
     assert rows[0][:4] == ["Category", "Kind", "Answer", "Pages"] and len(rows) == 42
     assert [r[0] for r in rows[1:]] == [c for c, _, _ in REVIEW_QUESTIONS]
+
+    # The review's line in the document's readings opens its checklist (here, after the panel was folded).
+    page.locator("#review-box").get_by_text("Contract review: every CUAD clause in one pass").first.click()
+    expect(table).to_be_hidden(timeout=30_000)
+    lines.filter(has_text="review #").locator("[role=gridcell]").first.click()
+    expect(table).to_be_visible(timeout=30_000)
+    expect(status).to_contain_text("41 of 41 answered")
     assert not dialogs and not stray and not page.page_errors, (dialogs, stray, page.page_errors)

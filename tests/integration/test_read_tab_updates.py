@@ -7,7 +7,7 @@ from __future__ import annotations
 import gradio as gr
 import pytest
 
-from app.services import documents, readings
+from app.services import documents, readings, review
 from app.ui.gradio_app import build_ui
 from app.ui.read_events import ReadEvents
 from app.ui.reading_details import ReadingDetails
@@ -97,3 +97,35 @@ def test_the_page_opens_as_it_is_with_no_document_and_shows_the_rest_once_one_is
     chosen = handlers.call("on_parts", doc.id)
     assert chosen[tab.doc.first_step]["visible"] is False
     assert all(chosen[part]["visible"] for part in hidden)
+
+
+def test_a_review_is_one_line_of_the_documents_readings_and_stays_out_of_compare(settings, handlers) -> None:
+    """Its 41 readings are one line that opens its checklist, not 41 lines above the person's own, nor 41 choices
+    to compare with (issue 54)."""
+    doc, _ = documents.add_document(settings, "islands.txt", TEXT.encode())
+    (mine,) = readings.ask(settings, doc.id, ["Which island?"], enqueue=False)
+    started = review.review(settings, doc.id, enqueue=False)
+    (other,) = readings.ask(settings, doc.id, ["Which ship?"], enqueue=False)
+    details = handlers.events["compare_choices"][0][0].__self__
+    rows = details.look.reading_rows(doc.id)
+    assert [row[0] for row in rows] == [other.id, f"review #{started.id}", mine.id]
+    assert rows[1][2:4] == ["queued", "0 of 41 answered"]
+    choices = handlers.call("compare_choices", mine.id)[details.panels.compare.other]["choices"]
+    assert [value for _, value in choices] == [other.id]
+
+
+def test_opening_a_reading_outside_the_pass_empties_the_pass_cards(settings, handlers) -> None:
+    """The pass's cards showed the original pass while a branch (or another reading) was open (issue 54)."""
+    doc, _ = documents.add_document(settings, "islands.txt", TEXT.encode())
+    one, two = readings.ask(settings, doc.id, ["Which island?", "Which ship?"], enqueue=False)
+    (alone,) = readings.ask(settings, doc.id, ["Who sailed?"], enqueue=False)
+    on = handlers.events["on_open"][0][0].__self__
+    pass_ids = [one.id, two.id]
+
+    def chose(reading_id: int) -> dict:
+        row = gr.SelectData(None, {"index": [0, 0], "value": reading_id, "row_value": [reading_id, "Q?"]})
+        return handlers.call("on_open", row, {}, pass_ids)
+
+    assert on.tab.pass_ids not in chose(two.id)  # one of the pass: its cards stay
+    left = chose(alone.id)
+    assert left[on.tab.pass_ids] == [] and left[on.tab.pass_view.box]["visible"] is False

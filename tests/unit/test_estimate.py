@@ -3,6 +3,8 @@ several questions, and with the model's start when no worker has it up."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from app.models import ModelVersion
@@ -78,7 +80,8 @@ def test_the_pass_line_counts_the_questions_and_the_start(tmp_path):
     three = describe_pass(e, 3)
     assert three.startswith("3 questions: at most about ") and fmt_seconds(e.pass_seconds(3)) in three
     assert f"+ about {fmt_seconds(e.start_s)} to start the model" in three
-    assert describe_pass(e, 0).startswith("One question: about " + fmt_seconds(e.seconds))  # none typed yet: one
+    assert describe_pass(e, 1).startswith("One question: about " + fmt_seconds(e.seconds))
+    assert describe_pass(e, 0) == ""  # none typed yet: nothing claimed (issue 54)
     up = estimate_reading(4000, Settings(data_dir=tmp_path, engine="transformers"), h=_health("ready"))
     assert "start the model" not in describe_pass(up, 2) and fmt_seconds(up.pass_seconds(2)) in describe_pass(up, 2)
     remote = estimate_reading(
@@ -86,3 +89,61 @@ def test_the_pass_line_counts_the_questions_and_the_start(tmp_path):
     )
     assert describe_pass(remote, 2) == ""  # no speed figure: nothing claimed
     assert asked_questions("Who?", "When?\n\n  \nWhere?") == ["Who?", "When?", "Where?"]
+
+
+def test_the_estimate_counts_the_work_queued_before_a_new_question(settings):
+    """Readings queued or under way come first: the pass line says how many and about how long (issue 54);
+    an idle machine adds nothing."""
+    from app.db import session_scope
+    from app.models import Document, Reading, ReadingStatus
+    from app.services import documents as docs
+    from app.services.users import local_admin
+
+    with session_scope(settings.resolved_database_url) as s:
+        assert docs.queued_ahead(s, settings, None) == (0, 0.0)
+        owner = local_admin(s).id
+        big = Document(
+            title="big",
+            filename="big.txt",
+            format="txt",
+            sha256="a" * 64,
+            size_bytes=1,
+            token_count=4096,
+            owner_id=owner,
+        )
+        small = Document(
+            title="s", filename="s.txt", format="txt", sha256="b" * 64, size_bytes=1, token_count=640, owner_id=owner
+        )
+        s.add_all([big, small])
+        s.flush()
+
+        def reading(doc, status, cursor=0, total=None):
+            s.add(
+                Reading(
+                    document_id=doc.id,
+                    question="Q?",
+                    model="smollm2",
+                    chunk_tokens=64,
+                    memory_tokens=32,
+                    answer_tokens=16,
+                    template_set="memagent",
+                    status=status,
+                    cursor=cursor,
+                    total_chunks=total,
+                )
+            )
+
+        reading(big, ReadingStatus.queued)
+        reading(big, ReadingStatus.queued)
+        reading(small, ReadingStatus.running, cursor=5, total=10)  # half read
+        reading(small, ReadingStatus.done, cursor=10, total=10)  # finished: no work
+        s.flush()
+        n, seconds = docs.queued_ahead(s, settings, None)
+        whole = (
+            docs.estimate_reading(4096, settings).pass_seconds(2)
+            + docs.estimate_reading(640, settings).pass_seconds(1) / 2
+        )
+        assert n == 3 and seconds == pytest.approx(whole, abs=0.2)
+    line = describe_pass(replace(estimate_reading(640, settings), ahead_readings=n, ahead_s=seconds), 1)
+    assert f"The workers are busy: 3 readings queued or under way, about {fmt_seconds(seconds)} of work" in line
+    assert "busy" not in describe_pass(estimate_reading(640, settings), 1)

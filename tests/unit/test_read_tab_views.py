@@ -6,13 +6,20 @@ import doctest
 import html
 from datetime import datetime
 
+from app.documents import base
 from app.services.document_deletion import DeletionView
 from app.services.health import Health
 from app.services.views import CheckpointView, ProgressView, ReadingView
-from app.ui import read_views
 from app.ui.document_actions import confirm_text
 from app.ui.pass_view import pass_cards_html
-from app.ui.read_views import describe_health, describe_progress, first_step_text, page_parts
+from app.ui.read_views import (
+    describe_health,
+    describe_progress,
+    first_step_text,
+    history_rows,
+    page_parts,
+    review_of_row,
+)
 
 
 def test_a_finished_branch_counts_the_chunks_it_read_not_the_whole_document() -> None:
@@ -26,7 +33,15 @@ def test_a_finished_branch_counts_the_chunks_it_read_not_the_whole_document() ->
     assert describe_progress("done", at_end, None).startswith("Done: answered from the edited memory")
 
 
-def _reading(i: int, question: str, answer: str | None, memory: str | None, status: str = "done") -> ReadingView:
+def _reading(
+    i: int,
+    question: str,
+    answer: str | None,
+    memory: str | None,
+    status: str = "done",
+    review_id: int | None = None,
+    cursor: int = 3,
+) -> ReadingView:
     steps = (
         [
             CheckpointView(
@@ -60,12 +75,13 @@ def _reading(i: int, question: str, answer: str | None, memory: str | None, stat
         memory_tokens=32,
         template_set="memagent",
         memory_policy="generative",
-        cursor=3,
+        cursor=cursor,
         total_chunks=3,
         created_at=None,
         parent_reading_id=None,
         branched_at_step=None,
-        progress=ProgressView(3, 3, None, None),
+        review_id=review_id,
+        progress=ProgressView(cursor, 3, None, None),
         checkpoints=steps,
     )
 
@@ -82,6 +98,23 @@ def test_a_pass_shows_every_answer_beside_its_memory_and_escapes_them() -> None:
     assert "<img" not in out and html.escape("Acme " + evil) in out
     assert out.index("Acme signs on page 2") < out.index('data-reading="5"')  # each memory in its own card
     assert "Memory (after chunk 3)" in out and "Memory (none yet)" in out and "writing the answer" in out
+
+
+def test_a_review_is_one_line_of_the_readings_table_among_a_persons_readings() -> None:
+    """A review's 41 readings are one line, in the order it was asked, that opens its checklist (issue 54)."""
+    views = [_reading(60, "Mine, later?", "yes", "m")]
+    views += [
+        _reading(i, f"Clause {i}?", "No." if i < 20 else None, None, "done" if i < 20 else "running", 4, 1)
+        for i in range(59, 18, -1)
+    ]
+    views += [_reading(3, "Mine, first?", "no", "m")]
+    rows = history_rows(views)
+    assert [row[0] for row in rows] == [60, "review #4", 3]
+    assert rows[1][2:4] == ["reading 2 of 3", "1 of 41 answered"], rows[1]
+    assert "checklist" in rows[1][1]
+    assert review_of_row(rows[1]) == 4 and review_of_row(rows[0]) is None and review_of_row(None) is None
+    finished = history_rows([_reading(i, "Clause?", "No.", None, review_id=4) for i in (5, 4)])
+    assert finished == [["review #4", finished[0][1], "done", "2 of 2 answered", "", ""]]
 
 
 def test_the_delete_confirmation_names_the_document_and_its_readings() -> None:
@@ -118,6 +151,6 @@ def test_an_empty_page_shows_what_to_do_first_and_nothing_that_needs_a_document(
 
 
 def test_doctests() -> None:
-    """read_views' examples: a PDF's pages by their printed labels (printed_pages)."""
-    result = doctest.testmod(read_views)
+    """The page map's examples: a PDF's pages by their printed labels (printed_pages)."""
+    result = doctest.testmod(base)
     assert result.attempted > 0 and result.failed == 0

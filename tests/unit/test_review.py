@@ -15,6 +15,7 @@ from app.services.provenance import trace
 from app.services.review import (
     EXPORT_COLUMNS,
     ReviewError,
+    ReviewProgress,
     ReviewView,
     filtered,
     find_evidence,
@@ -60,8 +61,9 @@ def reading(
     )
 
 
-def view(rows: list, unit: str = "page") -> ReviewView:
-    return ReviewView(7, 3, "Supply | Agreement", unit, None, True, rows)
+def view(rows: list, unit: str = "page", labels: list[str] | None = None) -> ReviewView:
+    progress = ReviewProgress(3, 3, len(rows), len(rows), None)
+    return ReviewView(7, 3, "Supply | Agreement", unit, None, True, rows, progress, labels or [])
 
 
 def test_the_41_questions_are_the_data_files_questions():
@@ -173,6 +175,15 @@ def test_csv_export_has_a_header_and_a_line_a_row():
     assert got[3][2:4] == ["No.", ""] and got[4][2] == "(queued)"
     only_yes = list(csv.reader(io.StringIO(to_csv(filtered(view(rows()), "Yes")))))
     assert [line[0] for line in only_yes[1:]] == ["Insurance"]
+
+
+def test_the_pages_column_names_a_pdfs_pages_by_their_printed_numbers():
+    """A PDF whose pages print other numbers than their places (front matter): the export says both (issue 54)."""
+    got = list(csv.reader(io.StringIO(to_csv(view(rows(), labels=["i", "1", "2"])))))
+    assert got[1][3] == "page 1 (page 2 of the PDF)", got[1]
+    assert got[1][5].startswith("/api/documents/3/pages/2.png?start=")  # the image is still the file's page
+    sections = list(csv.reader(io.StringIO(to_csv(view(rows(), "section", ["Start", "2. GOVERNING LAW", "3"])))))
+    assert sections[1][3] == "section 2: 2. GOVERNING LAW", sections[1]
 
 
 def test_markdown_export_is_a_pipe_table_with_cells_escaped():
