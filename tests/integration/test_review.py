@@ -30,8 +30,9 @@ CONTRACT = CONTRACTS_DIR / "pdf" / "cuad-003.pdf"  # a mutual termination agreem
 
 @pytest.fixture
 def real_settings(tmp_path) -> Settings:
-    from app.migrate import upgrade
-
+    """The app as installed: its bundled versions seeded, the default reader (it keeps sentences) active, so 41
+    questions cost 41 answers, not 82 memories written (the rewriting reader reads several questions in lockstep
+    in tests/integration/test_vllm_engine.py)."""
     s = Settings(
         data_dir=tmp_path / "data",
         model_cache_dir=MODEL_CACHE,
@@ -40,7 +41,7 @@ def real_settings(tmp_path) -> Settings:
         memory_tokens=32,
         answer_tokens=16,
     )
-    upgrade(s.resolved_database_url)
+    migrate_db(s)
     return s
 
 
