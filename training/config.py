@@ -151,6 +151,14 @@ class TrainConfig(BaseModel):
     chunk_tokens: int = Field(512, ge=16, description="Document tokens per chunk in rollouts and traces.")
     memory_tokens: int = Field(128, ge=8, description="Most tokens of each memory the agent writes.")
     answer_tokens: int = Field(32, ge=4, description="Most tokens of the final answer.")
+    memory_policy: Literal["generative", "extractive"] = Field(
+        "generative",
+        description="How the agent keeps its memory: `generative`, it rewrites it (SFT teaches the updates and the "
+        "answer, RL rewards both); `extractive`, its best-scored sentences are kept verbatim (inference/agent.py "
+        "`extract`), so only the answer step learns: SFT teaches the answer from the final memory the capture keeps, "
+        "RL samples readings that keep sentences and trains their answers. A run from the app takes its start "
+        "version's.",
+    )
     # --- schedule --------------------------------------------------------------------------------
     sft_steps: int = Field(
         0, ge=0, le=MAX_STEPS, description="Supervised steps on oracle memory traces first (0: no warm start)."

@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from inference.agent import AgentConfig, MemoryAgent, Trajectory
+from inference.agent import AgentConfig, MemoryAgent, Trajectory, holds_nothing
 from inference.chunking import split_into_chunks
 from inference.engines.transformers_engine import TransformersEngine
 from training.algorithms import clipped_policy_loss, group_advantages, informative_groups, k3_kl
@@ -217,6 +217,8 @@ class Trainer:
         evidence (feedback, QA files) takes its answer's sentence as evidence,
         or is left out when the answer is not in its document. `readings` (task id -> the policy's own
         memories) adds up to `sft_corrections` conversations a task where the policy went wrong."""
+        if self.config.memory_policy == "extractive":
+            return self.extractive_answer_rows(tasks)
         rows = []
         for task in filter(None, map(with_answer_evidence, tasks)):
             rng = random.Random(f"{self._seed()}:{task.id}")
@@ -253,6 +255,23 @@ class Trainer:
             for memory in filter(None, finals):
                 (final,) = self.agent.final_messages([(task.question, memory)])
                 rows.append(Row(prompt_ids(self.tokenizer, final), answer))
+        return rows
+
+    def extractive_answer_rows(self, tasks: Sequence[Task]) -> list[Row]:
+        """Under the extractive memory nothing is written per chunk: the answer step is all there is to teach. One
+        conversation a task: the final memory the capture keeps (the agent's `extract` over its chunks, as a
+        reading keeps it) and the oracle's answer. A memory that keeps nothing is answered without the model
+        (`MemoryAgent.answer`): nothing to teach there."""
+        rows = []
+        for task in tasks:
+            memory = None
+            for chunk in self.agent.chunks(task.document):
+                (kept,) = self.agent.extract([(task.question, memory, chunk.text(task.document))])
+                memory = kept.text
+            if memory is None or holds_nothing(memory):
+                continue
+            (final,) = self.agent.final_messages([(task.question, memory)])
+            rows.append(Row(prompt_ids(self.tokenizer, final), target_ids(self.tokenizer, oracle_answer(task))))
         return rows
 
     def sft_step(self) -> StepResult:

@@ -26,6 +26,7 @@ def _reader(settings: Settings, args: argparse.Namespace):
             memory_tokens=args.memory_tokens,
             answer_tokens=args.answer_tokens,
             template_set=args.template,
+            memory_policy=args.memory_policy,
         )
     except evaluation.EvalError as exc:
         raise SystemExit(f"longread eval: {exc}") from None
@@ -164,6 +165,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--chunk-tokens", type=int, help="default: what a new reading gets")
     ev.add_argument("--memory-tokens", type=int, help="default: what a new reading gets")
     ev.add_argument("--answer-tokens", type=int, help="default: settings")
+    ev.add_argument(
+        "--memory-policy",
+        choices=["generative", "extractive"],
+        help="with --model or --adapter: how the memory is kept (default generative; the served reader: its version's)",
+    )
     ev.add_argument(
         "--batch",
         type=int,

@@ -63,9 +63,11 @@ def reader(
     memory_tokens: int | None = None,
     answer_tokens: int | None = None,
     template_set: str | None = None,
+    memory_policy: str | None = None,
 ) -> Reader:
     """The reader the app serves now (the active model version on its engine, with the sizes a new reading
-    gets), or the model, adapter or server named instead; sizes and template given here win."""
+    gets), or the model, adapter or server named instead (read with `memory_policy`, generative unless given: a
+    named model carries no version's); sizes and template given here win."""
     updates: dict[str, Any] = {}
     if engine:
         updates["engine"] = engine
@@ -93,6 +95,8 @@ def reader(
         config = reading_config(
             settings, None, chunk_tokens, memory_tokens, answer_tokens=answer_tokens, template_set=template_set
         )
+        if memory_policy:
+            config = replace(config, memory_policy=memory_policy)
         chosen = updates.get("model", settings.model)
         label = f"served {openai_model or ''} at {openai_url}".replace("  ", " ") if openai_url else chosen
         if adapter:

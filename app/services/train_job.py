@@ -97,6 +97,8 @@ class EvalJob:
     n: int = 16
     lengths: tuple[int, ...] = ()
     kinds: tuple[str, ...] = ("single-needle",)
+    #: the side's model version's (a run's: its start version's), so each side reads as it would be served
+    memory_policy: str = "generative"
 
 
 JOBS: dict[str, type[TrainJob] | type[EvalJob]] = {"train": TrainJob, "eval": EvalJob}
@@ -137,6 +139,7 @@ def run_eval(settings: Settings, job: EvalJob) -> None:
         memory_tokens=job.memory_tokens,
         answer_tokens=job.answer_tokens,
         template_set=job.template_set,
+        memory_policy=job.memory_policy,
     )
     progress = Path(job.progress)
     if job.cases:

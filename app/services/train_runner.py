@@ -233,12 +233,13 @@ def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Ev
 
 
 def eval_jobs(
-    settings: Settings, config: dict[str, Any], model: tuple[str, str | None], run_dir: Path, side: str
+    settings: Settings, config: dict[str, Any], model: tuple[str, str | None, str], run_dir: Path, side: str
 ) -> list[EvalJob]:
-    """The evaluation of one model and adapter (`side`) on the run's dev sets: synthetic tasks at the run's
-    lengths (and kinds), then the held-out feedback when there is any; each keeps its progress file. Both
-    sides use the same engine and the run's reading sizes; a served model (engine `openai`) cannot load the
-    candidate's adapter, so then both read in-process (`transformers`)."""
+    """The evaluation of one model, adapter and memory policy (`side`) on the run's dev sets: synthetic tasks at
+    the run's lengths (and kinds), then the held-out feedback when there is any; each keeps its progress file.
+    Both sides use the same engine and the run's reading sizes, each its own memory policy (its version's); a
+    served model (engine `openai`) cannot load the candidate's adapter, so then both read in-process
+    (`transformers`)."""
     cases = heldout_cases(run_dir)
     data = config.get("data", {})
     reader = dict(
@@ -249,6 +250,7 @@ def eval_jobs(
         chunk_tokens=config["chunk_tokens"],
         memory_tokens=config["memory_tokens"],
         answer_tokens=config["answer_tokens"],
+        memory_policy=model[2],
     )
     parts = [
         dict(
@@ -285,12 +287,13 @@ def evaluate(settings: Settings, run_id: int, worker: str, stopping: threading.E
         run.evaluation, run.heartbeat_at = {"status": "running", "worker": worker}, utcnow()
         version = active_version(s)
         baseline = (
-            (version.name, (version.base_model, version.adapter_path))
+            (version.name, (version.base_model, version.adapter_path, version.memory_policy or "generative"))
             if version
-            else (f"{settings.model} (no model version active)", (settings.model, None))
+            else (f"{settings.model} (no model version active)", (settings.model, None, "generative"))
         )
         config, run_dir = dict(run.config), Path(run.run_dir)
-        candidate = (f"run {run.id}: {run.name}", (config["model"], str(run_dir / "adapter")))
+        policy = config.get("memory_policy", "generative")  # the run's start version's
+        candidate = (f"run {run.id}: {run.name}", (config["model"], str(run_dir / "adapter"), policy))
 
     def ours(run: TrainingRun | None) -> bool:
         return run is not None and (run.evaluation or {}).get("worker") == worker

@@ -189,6 +189,13 @@ def test_sft_rows_carry_evidence_and_take_a_feedback_answer_as_evidence(model_pa
     assert targets(trainer.sft_rows([judged, unfound])) == targets(trainer.sft_rows([judged]))
     assert kept in targets(trainer.sft_rows([judged]))
 
+    # a memory that keeps sentences writes nothing to teach: one conversation, the answer from the final memory its
+    # capture keeps (the fact's sentence, verbatim), and none for a task whose memory kept nothing
+    trainer.config.memory_policy = "extractive"
+    (answer,) = trainer.sft_rows([planted, Task("none", "Nothing here.", "Who won the 1913 Tour?", ("X",))])
+    assert targets([answer]) == [r"\boxed{4417}"] and fact in decode(answer.prompt_ids)
+    trainer.config.memory_policy = "generative"
+
     # the policy echoed the question on every chunk: corrections go from its memory to the oracle's, up to
     # the chunk that holds the fact, never past it (its echo no longer holds what the oracle would keep)
     echo = "Ada Brill's vault code."

@@ -165,6 +165,12 @@ def test_a_run_trains_at_its_start_versions_reading_sizes_whatever_the_form_says
     # without a version of its own sizes, the settings' (what a reading with the bundled model gets)
     run = training_runs.start_run(s, SYNTHETIC, untouched)
     assert (run.config["chunk_tokens"], run.config["memory_tokens"]) == (s.chunk_tokens, s.memory_tokens)
+    assert run.config["memory_policy"] == "generative"
+    # and its memory policy: from a version that keeps sentences, the answer step learns on the memories it keeps
+    with session_scope(s.resolved_database_url) as db:
+        kept = register_version(db, "kept", "smollm2", template_set="memagent", memory_policy="extractive").id
+    sent = RunParams(sft_steps=1, rl_steps=0, extra={"memory_policy": "generative"})
+    assert training_runs.start_run(s, SYNTHETIC, sent, start_version_id=kept).config["memory_policy"] == "extractive"
 
 
 def test_feedback_is_used_only_when_included_and_never_from_held_out_documents(sqlite_settings, tmp_path):

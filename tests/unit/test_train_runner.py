@@ -45,8 +45,10 @@ def test_a_runs_evaluation_is_typed_jobs_at_the_runs_sizes_that_come_back_from_t
         "data": {"curriculum": [[512, 2], [256, 1]], "synthetic_kinds": ["multi-hop"]},
     }
     settings = Settings(data_dir=tmp_path, engine="openai", openai_base_url="http://127.0.0.1:9/v1", eval_n=3)
-    (job,) = train_runner.eval_jobs(settings, config, ("smollm2", "/a"), tmp_path, "candidate")  # no held-out cases
+    side = ("smollm2", "/a", "extractive")
+    (job,) = train_runner.eval_jobs(settings, config, side, tmp_path, "candidate")  # no held-out cases
     assert (job.model, job.adapter, job.engine) == ("smollm2", "/a", "transformers")  # a served model loads no adapter
+    assert job.memory_policy == "extractive"  # each side reads as its version is served
     assert (job.chunk_tokens, job.memory_tokens, job.answer_tokens, job.template_set) == (256, 64, 16, "memagent")
     assert (job.lengths, job.kinds, job.n, job.cases) == ((256, 512), ("multi-hop",), 3, None)
     command = write_job(job, tmp_path / "job.json")

@@ -42,11 +42,13 @@ def start_point(s: Session, settings: Settings, start_version_id: int | None) ->
         "chunk_tokens": sizes.chunk_tokens,
         "memory_tokens": sizes.memory_tokens,
         "answer_tokens": sizes.answer_tokens,
+        "memory_policy": sizes.memory_policy,
     }
 
 
-#: what `reading_config` decides for the start version: a run keeps them, whatever the form says
-READING = ("template_set", "chunk_tokens", "memory_tokens", "answer_tokens")
+#: what `reading_config` decides for the start version: a run keeps them, whatever the form says (its memory policy
+#: too: a run from the extractive reader teaches the answer step on the memories its capture keeps)
+READING = ("template_set", "chunk_tokens", "memory_tokens", "answer_tokens", "memory_policy")
 
 
 def run_config(selection: DataSelection, params: RunParams, start: dict, feedback: list[Path]) -> TrainConfig:

@@ -334,6 +334,7 @@ def promote_run(settings: Settings, run_id: int, user: UserView | None = None) -
                 template_set=config["template_set"],
                 chunk_tokens=config["chunk_tokens"],
                 memory_tokens=config["memory_tokens"],
+                memory_policy=config.get("memory_policy", "generative"),  # a run from before runs kept the policy
                 training_run=run.run_dir,
                 activate=True,
                 user=actor,
