@@ -205,7 +205,10 @@ def add_document(
     (then it is that earlier document)."""
     with session_scope(settings.resolved_database_url) as s:
         up = upload(s, settings, filename, data, owner=resolve_actor(s, settings, user))
-        return document_view(up.document, settings, active_version(s), health(s), with_page_map=True), up.existing
+        version = active_version(s)
+        ahead = queued_ahead(s, settings, version)
+        view = document_view(up.document, settings, version, health(s), with_page_map=True, ahead=ahead)
+        return view, up.existing
 
 
 def show_document(

@@ -54,6 +54,7 @@ def test_review_a_contract_open_a_rows_passage_and_download_csv(review_page, rev
     page.locator("#ask").wait_for(state="visible", timeout=60_000)
     page.locator("#document input").fill("")
     page.locator(f'ul[role=listbox] [role=option][aria-label^="#{doc["id"]} "]').click()
+    page.locator("#doc-info").get_by_text("termination.pdf").wait_for(timeout=60_000)  # chosen: Ask has its document
     # A question of the person's own first: the review's 41 readings must not bury it (issue 54).
     page.locator("#question textarea").fill("Who are the parties to this agreement?")
     page.locator("#ask").click()
