@@ -196,3 +196,19 @@ def reference_log_probs(
             return completion_log_probs(reference, rows, pad_id, temperature)
         with model.disable_adapter():
             return completion_log_probs(model, rows, pad_id, temperature)
+
+
+def distributed():
+    """torch.distributed when several processes train together (accelerate launch / torchrun), else None."""
+    import torch.distributed as dist
+
+    return dist if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1 else None
+
+
+def init_distributed() -> None:
+    """Join the process group that `accelerate launch` / torchrun describe in the environment
+    (gloo on the CPU, nccl on GPUs); nothing to do for a single process."""
+    import torch.distributed as dist
+
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")

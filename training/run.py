@@ -14,7 +14,8 @@ from typing import Any, Callable
 from inference.agent import AgentConfig
 from training.config import TrainConfig
 from training.data import TaskSource
-from training.trainer import Trainer, init_distributed
+from training.policy import init_distributed
+from training.trainer import Trainer
 
 
 def train(

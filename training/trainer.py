@@ -26,7 +26,6 @@ make the same update as one process on the same batch. Only rank 0 writes.
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from dataclasses import dataclass
@@ -35,14 +34,16 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from inference.agent import AgentConfig, MemoryAgent, Trajectory, holds_nothing
+from inference.agent import AgentConfig, MemoryAgent, Trajectory
 from inference.chunking import split_into_chunks
 from inference.engines.transformers_engine import TransformersEngine
 from training.algorithms import clipped_policy_loss, group_advantages, informative_groups, k3_kl
+from training.answer_rows import extractive_answer_rows
 from training.config import TrainConfig
 from training.policy import (
     Row,
     completion_log_probs,
+    distributed,
     fewer_anchors,
     load_policy,
     micro_batches,
@@ -139,7 +140,7 @@ class Trainer:
         )
         self.rollout_server = rollout_server
         self.step = 0
-        self.dist = _distributed()
+        self.dist = distributed()
         if self.dist and rollout_server:
             raise ValueError("rollout_engine vllm runs in one process; launch it without torchrun/accelerate")
         self.rank = self.dist.get_rank() if self.dist else 0
@@ -210,15 +211,15 @@ class Trainer:
     # --- SFT -----------------------------------------------------------------------------------
 
     def sft_rows(self, tasks: Sequence[Task], readings: dict[str, list[str]] | None = None) -> list[Row]:
-        """Conversations of the oracle readings: every one where the memory gains evidence, `sft_keeps` where
-        it must be kept as it is (drawn at random), `sft_carry` more where what it keeps is evidence,
-        `sft_echoes` from an echo of the question up to the first evidence, and the final answer. Most
-        chunks gain nothing, so training on all of them would spend the CPU on copying. A task without
-        evidence (feedback, QA files) takes its answer's sentence as evidence,
-        or is left out when the answer is not in its document. `readings` (task id -> the policy's own
-        memories) adds up to `sft_corrections` conversations a task where the policy went wrong."""
+        """Conversations of the oracle readings: every one where the memory gains evidence, `sft_keeps` where it
+        must be kept as it is (drawn at random), `sft_carry` more where what it keeps is evidence, `sft_echoes` from
+        an echo of the question up to the first evidence, and the final answer. Most chunks gain nothing, so
+        training on all of them would spend the CPU on copying. A task without evidence (feedback, QA files) takes
+        its answer's sentence as evidence, or is left out when the answer is not in its document. `readings` (task
+        id -> the policy's own memories) adds up to `sft_corrections` conversations a task where the policy went
+        wrong. Under the extractive memory, only the answer (training/answer_rows.py)."""
         if self.config.memory_policy == "extractive":
-            return self.extractive_answer_rows(tasks)
+            return extractive_answer_rows(self.agent, self.tokenizer, tasks)
         rows = []
         for task in filter(None, map(with_answer_evidence, tasks)):
             rng = random.Random(f"{self._seed()}:{task.id}")
@@ -255,23 +256,6 @@ class Trainer:
             for memory in filter(None, finals):
                 (final,) = self.agent.final_messages([(task.question, memory)])
                 rows.append(Row(prompt_ids(self.tokenizer, final), answer))
-        return rows
-
-    def extractive_answer_rows(self, tasks: Sequence[Task]) -> list[Row]:
-        """Under the extractive memory nothing is written per chunk: the answer step is all there is to teach. One
-        conversation a task: the final memory the capture keeps (the agent's `extract` over its chunks, as a
-        reading keeps it) and the oracle's answer. A memory that keeps nothing is answered without the model
-        (`MemoryAgent.answer`): nothing to teach there."""
-        rows = []
-        for task in tasks:
-            memory = None
-            for chunk in self.agent.chunks(task.document):
-                (kept,) = self.agent.extract([(task.question, memory, chunk.text(task.document))])
-                memory = kept.text
-            if memory is None or holds_nothing(memory):
-                continue
-            (final,) = self.agent.final_messages([(task.question, memory)])
-            rows.append(Row(prompt_ids(self.tokenizer, final), target_ids(self.tokenizer, oracle_answer(task))))
         return rows
 
     def sft_step(self) -> StepResult:
@@ -502,18 +486,3 @@ class Trainer:
         norm = torch.nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm)
         self.optimizer.step()
         return round(float(norm), 4)
-
-
-def _distributed():
-    import torch.distributed as dist
-
-    return dist if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1 else None
-
-
-def init_distributed() -> None:
-    """Join the process group that `accelerate launch` / torchrun describe in the environment
-    (gloo on the CPU, nccl on GPUs); nothing to do for a single process."""
-    import torch.distributed as dist
-
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")

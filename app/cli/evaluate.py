@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from app.settings import Settings
+from inference.agent import MEMORY_POLICIES
 
 
 def _reader(settings: Settings, args: argparse.Namespace):
@@ -165,11 +166,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--chunk-tokens", type=int, help="default: what a new reading gets")
     ev.add_argument("--memory-tokens", type=int, help="default: what a new reading gets")
     ev.add_argument("--answer-tokens", type=int, help="default: settings")
-    ev.add_argument(
-        "--memory-policy",
-        choices=["generative", "extractive"],
-        help="with --model or --adapter: how the memory is kept (default generative; the served reader: its version's)",
-    )
+    ev.add_argument("--memory-policy", choices=MEMORY_POLICIES, help="with --model or --adapter (default generative)")
     ev.add_argument(
         "--batch",
         type=int,

@@ -79,4 +79,5 @@ def test_every_config_names_its_start_by_a_digest_the_index_holds(path):
         return
     assert str(config.init_adapter).startswith("sha256:"), f"{path.name}: init_adapter is a path: {config.init_adapter}"
     places = where_adapter_was(str(config.init_adapter).removeprefix("sha256:"), load_index(INDEX))
-    assert places and all(p["commit"] for p in places), f"{path.name}: its start is not in {INDEX.name}"
+    # restorable: some commit holds it (a shipped reader also has the line of the run that made it, never committed)
+    assert any(p["commit"] for p in places), f"{path.name}: its start is in no commit {INDEX.name} names"
