@@ -1,7 +1,8 @@
 """SFT rows for the answer step of a reader that keeps sentences (`memory_policy = "extractive"`, issue 51): nothing is
 written per chunk, so the answer from the final memory is all there is to teach. One conversation a task: the final
 memory the capture keeps over the task's document (`MemoryAgent.extract` chunk by chunk, as a reading keeps it) and
-the oracle's answer."""
+the oracle's answer, only where that memory supports it (`supported`): an answer taught from a memory that lacks it
+teaches the answer step to make one up."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from inference.agent import MemoryAgent, holds_nothing
 from training.policy import Row, prompt_ids, target_ids
-from training.tasks import Task, oracle_answer
+from training.tasks import ABSENT, Task, oracle_answer
 
 
 def extractive_answer_rows(agent: MemoryAgent, tokenizer: Any, tasks: Sequence[Task]) -> list[Row]:
@@ -21,8 +22,27 @@ def extractive_answer_rows(agent: MemoryAgent, tokenizer: Any, tasks: Sequence[T
         for chunk in agent.chunks(task.document):
             (kept,) = agent.extract([(task.question, memory, chunk.text(task.document))])
             memory = kept.text
-        if memory is None or holds_nothing(memory):
+        if memory is None or holds_nothing(memory) or not supported(task, memory):
             continue
         (final,) = agent.final_messages([(task.question, memory)])
         rows.append(Row(prompt_ids(tokenizer, final), target_ids(tokenizer, oracle_answer(task))))
     return rows
+
+
+def supported(task: Task, memory: str) -> bool:
+    """Whether `memory` holds what the answer rests on: a gold answer for a value (a date, a name, a planted fact),
+    a line of the clause for a Yes; a question with nothing to find (kind ABSENT: a No clause, a clause cut out)
+    is answered from whatever look-alikes the memory kept.
+
+    >>> code = Task("t", "", "Code?", ("4417",))
+    >>> supported(code, "The code is 4417."), supported(code, "No code.")
+    (True, False)
+    """
+    if task.kind == ABSENT:
+        return True
+    lines = [line.strip().lower() for line in memory.split("\n") if line.strip()]
+    if task.kind.startswith("clause:"):
+        clause = " ".join(" ".join(task.evidence).lower().split())
+        return any(line[:60] in clause for line in lines)
+    text = " ".join(lines)
+    return any(a.strip().lower() in text for a in task.answers if a.strip())
