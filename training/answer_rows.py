@@ -30,19 +30,16 @@ def extractive_answer_rows(agent: MemoryAgent, tokenizer: Any, tasks: Sequence[T
 
 
 def supported(task: Task, memory: str) -> bool:
-    """Whether `memory` holds what the answer rests on: a gold answer for a value (a date, a name, a planted fact),
-    a line of the clause for a Yes; a question with nothing to find (kind ABSENT: a No clause, a clause cut out)
-    is answered from whatever look-alikes the memory kept.
+    """Whether `memory` holds what a value's answer rests on (a date, a name, a planted fact): an answer taught from a
+    memory that lacks it teaches making one up. A clause question is always taught, Yes or No: gating a Yes on its
+    clause's text let few through, and the answer step learned to say No to every clause (round 2 of
+    docs/experiments/2026-12-06-extractive-answers.md); so is a question with nothing to find (kind ABSENT).
 
     >>> code = Task("t", "", "Code?", ("4417",))
     >>> supported(code, "The code is 4417."), supported(code, "No code.")
     (True, False)
     """
-    if task.kind == ABSENT:
+    if task.kind == ABSENT or task.kind.startswith("clause:"):
         return True
-    lines = [line.strip().lower() for line in memory.split("\n") if line.strip()]
-    if task.kind.startswith("clause:"):
-        clause = " ".join(" ".join(task.evidence).lower().split())
-        return any(line[:60] in clause for line in lines)
-    text = " ".join(lines)
-    return any(a.strip().lower() in text for a in task.answers if a.strip())
+    text = " ".join(memory.lower().split())
+    return any(" ".join(a.lower().split()) in text for a in task.answers if a.strip())
