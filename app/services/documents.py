@@ -222,6 +222,15 @@ def show_document(
         return document_view(doc, settings, version, health(s), with_page_map=with_page_map, ahead=ahead)
 
 
+def page_labels(settings: Settings, document_id: int, *, user: UserView | None = None) -> tuple[str, list[str]]:
+    """The document's page unit and the labels of its page map (a PDF's printed page numbers, sections' headings),
+    without its reading estimate: what a live view's "pages 3-4" needs every tick (NotFound if none or not the
+    user's)."""
+    with session_scope(settings.resolved_database_url) as s:
+        doc = require_document(s, document_id, resolve_actor(s, settings, user))
+        return document_page_unit(doc), [p["label"] for p in page_map(doc)]
+
+
 def document_text(settings: Settings, document_id: int, *, user: UserView | None = None) -> str:
     """A parsed document's text (NotFound if none or not parsed): what training reads for feedback."""
     with session_scope(settings.resolved_database_url) as s:

@@ -43,7 +43,7 @@ def no_passage(note: str = "") -> tuple:
 def _labels(settings: Settings, user: UserView | None, document_id: int) -> list[str]:
     """The document's page labels (a PDF's printed page numbers: base.printed_pages); none if it is gone."""
     try:
-        return [p.label for p in documents.show_document(settings, document_id, user=user).page_map or []]
+        return documents.page_labels(settings, document_id, user=user)[1]
     except NotFound:
         return []
 

@@ -241,8 +241,8 @@ class ReadEvents:
         last = r.checkpoints[-1] if r.checkpoints else None
         if last is None:
             return gr.update(value="", label="Agent memory")
-        doc = documents.show_document(self.settings, r.document_id, user=self.me())
-        where = pages_label(last.first_page, last.last_page, doc.page_unit, [p.label for p in doc.page_map or []])
+        unit, labels = documents.page_labels(self.settings, r.document_id, user=self.me())
+        where = pages_label(last.first_page, last.last_page, unit, labels)
         return gr.update(value=last.memory, label=f"Agent memory after chunk {last.step} ({where})")
 
     def on_cancel(self, reading_id: int | None) -> dict:
