@@ -80,7 +80,8 @@ class TrainJob:
 @dataclass(frozen=True)
 class EvalJob:
     """Evaluate one reader with the run's sizes: the synthetic dev suite at `lengths` and `kinds` (results
-    in `out`), or the held-out feedback in `cases`; the outcome is written to `result`."""
+    in `out`), then the held-out feedback in `cases` if any, in one process (one start of the engine, not one
+    a set); the outcome is written to `result`."""
 
     model: str
     adapter: str | None
@@ -89,10 +90,12 @@ class EvalJob:
     chunk_tokens: int
     memory_tokens: int
     answer_tokens: int
-    #: the Progress file kept while it reads (app/services/training_runs/folder.py progress_file)
+    #: the Progress files kept while it reads the sets and the cases (app/services/training_runs/folder.py
+    #: progress_file)
     progress: str
     result: str
     cases: str | None = None
+    cases_progress: str | None = None
     out: str | None = None
     n: int = 16
     lengths: tuple[int, ...] = ()
@@ -141,24 +144,24 @@ def run_eval(settings: Settings, job: EvalJob) -> None:
         template_set=job.template_set,
         memory_policy=job.memory_policy,
     )
-    progress = Path(job.progress)
-    if job.cases:
-        results = evaluation.evaluate_cases(r, Path(job.cases), progress=progress)
-        outcome = ev.cases_json(results, case_documents(Path(job.cases)))
-    else:
-        # dev, not held out: this evaluation chooses between readers (held-out sets report the one shipped)
-        outcome = suites_json(
-            evaluation.evaluate_suites(
-                r,
-                ["synthetic"],
-                "dev",
-                Path(job.out) if job.out else None,
-                lengths=list(job.lengths) or None,
-                n=job.n,
-                kinds=list(job.kinds),
-                progress=progress,
-            )
+    # dev, not held out: this evaluation chooses between readers (held-out sets report the one shipped)
+    outcome = suites_json(
+        evaluation.evaluate_suites(
+            r,
+            ["synthetic"],
+            "dev",
+            Path(job.out) if job.out else None,
+            lengths=list(job.lengths) or None,
+            n=job.n,
+            kinds=list(job.kinds),
+            progress=Path(job.progress),
         )
+    )
+    if job.cases:
+        results = evaluation.evaluate_cases(
+            r, Path(job.cases), progress=Path(job.cases_progress) if job.cases_progress else None
+        )
+        outcome["cases"] = ev.cases_json(results, case_documents(Path(job.cases)))
     result = Path(job.result)
     part = result.with_name(result.name + ".part")
     part.write_text(json.dumps(outcome, ensure_ascii=False), encoding="utf-8")

@@ -232,17 +232,17 @@ def execute(settings: Settings, run_id: int, worker: str, stopping: threading.Ev
 # --- evaluation ----------------------------------------------------------------------------------
 
 
-def eval_jobs(
+def eval_job(
     settings: Settings, config: dict[str, Any], model: tuple[str, str | None, str], run_dir: Path, side: str
-) -> list[EvalJob]:
-    """The evaluation of one model, adapter and memory policy (`side`) on the run's dev sets: synthetic tasks at
-    the run's lengths (and kinds), then the held-out feedback when there is any; each keeps its progress file.
-    Both sides use the same engine and the run's reading sizes, each its own memory policy (its version's); a
-    served model (engine `openai`) cannot load the candidate's adapter, so then both read in-process
-    (`transformers`)."""
+) -> EvalJob:
+    """The evaluation of one model, adapter and memory policy (`side`) on the run's dev sets, in one process:
+    synthetic tasks at the run's lengths (and kinds), then the held-out feedback when there is any; each set
+    keeps its progress file. Both sides use the same engine and the run's reading sizes, each its own memory
+    policy (its version's); a served model (engine `openai`) cannot load the candidate's adapter, so then both
+    read in-process (`transformers`)."""
     cases = heldout_cases(run_dir)
     data = config.get("data", {})
-    reader = dict(
+    return EvalJob(
         model=model[0],
         adapter=model[1],
         engine="transformers" if settings.engine == "openai" else settings.engine,
@@ -251,26 +251,15 @@ def eval_jobs(
         memory_tokens=config["memory_tokens"],
         answer_tokens=config["answer_tokens"],
         memory_policy=model[2],
+        out=str(run_dir / "eval" / side),
+        n=settings.eval_n,
+        lengths=tuple(sorted({int(n) for n, _ in data.get("curriculum", [])})),
+        kinds=tuple(data.get("synthetic_kinds") or ["single-needle"]),
+        progress=str(progress_file(run_dir, side, 0)),
+        cases=str(cases) if cases is not None else None,
+        cases_progress=str(progress_file(run_dir, side, 1)) if cases is not None else None,
+        result=str(run_dir / "eval" / "jobs" / f"{side}.result.json"),
     )
-    parts = [
-        dict(
-            out=str(run_dir / "eval" / side),
-            n=settings.eval_n,
-            lengths=tuple(sorted({int(n) for n, _ in data.get("curriculum", [])})),
-            kinds=tuple(data.get("synthetic_kinds") or ["single-needle"]),
-        )
-    ]
-    if cases is not None:
-        parts.append(dict(cases=str(cases)))
-    return [
-        EvalJob(
-            **reader,
-            **part,
-            progress=str(progress_file(run_dir, side, k)),
-            result=str(run_dir / "eval" / "jobs" / f"{side}-{k}.result.json"),
-        )
-        for k, part in enumerate(parts)
-    ]
 
 
 def evaluate(settings: Settings, run_id: int, worker: str, stopping: threading.Event) -> None:
@@ -314,7 +303,7 @@ def evaluate(settings: Settings, run_id: int, worker: str, stopping: threading.E
     try:
         for side, (label, model) in zip(EVAL_SIDES, (baseline, candidate), strict=True):
             out = _evaluate_side(
-                settings, eval_jobs(settings, config, model, run_dir, side), run_dir, side, tick, stopping
+                settings, eval_job(settings, config, model, run_dir, side), run_dir, side, tick, stopping
             )
             if out is None:
                 result = None
@@ -337,45 +326,40 @@ def evaluate(settings: Settings, run_id: int, worker: str, stopping: threading.E
 
 def _evaluate_side(
     settings: Settings,
-    jobs: list[EvalJob],
+    job: EvalJob,
     run_dir: Path,
     side: str,
     tick: Callable[[], bool],
     stopping: threading.Event,
 ) -> dict[str, Any] | None:
-    """Run one side's evaluation jobs: {"summary", "suites", "timing"} (+ "cases": the held-out feedback's
+    """Run one side's evaluation job: {"summary", "suites", "timing"} (+ "cases": the held-out feedback's
     {"sub_em", "exact_match", "n", "cases"}), or None when stopped early."""
-    out: dict[str, Any] = {}
     log_path = run_dir / "eval.log"
-    for k, job in enumerate(jobs):
-        result = Path(job.result)
-        result.unlink(missing_ok=True)  # an earlier attempt's
-        cmd = write_job(job, run_dir / "eval" / "jobs" / f"{side}-{k}.json")
-        with log_path.open("ab") as log_file:
-            log_file.write(f"--- {utcnow():%Y-%m-%d %H:%M:%S} UTC, {side}: {' '.join(cmd)}: {job}\n".encode())
-            log_file.flush()
-            proc = subprocess.Popen(
-                cmd, stdout=log_file, stderr=subprocess.STDOUT, env=_child_env(settings), start_new_session=True
-            )
-        code = _watch(proc, tick, stopping)
-        if code is None:
-            return None
-        try:
-            printed = json.loads(result.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raise EvaluationFailed(
-                f"the evaluation of the {side} stopped ({describe_exit(code)}); the end of its "
-                f"log:\n{log_tail(log_path, 15)}"
-            ) from None
-        if job.cases:
-            out["cases"] = {
-                "sub_em": printed["sub_em"],
-                "exact_match": printed["exact_match"],
-                "n": len(printed["cases"]),
-                "cases": printed["cases"],
-            }
-        else:
-            out.update(summary=printed["summary"], suites=printed.get("suites") or {}, timing=printed["timing"])
+    result = Path(job.result)
+    result.unlink(missing_ok=True)  # an earlier attempt's
+    cmd = write_job(job, run_dir / "eval" / "jobs" / f"{side}.json")
+    with log_path.open("ab") as log_file:
+        log_file.write(f"--- {utcnow():%Y-%m-%d %H:%M:%S} UTC, {side}: {' '.join(cmd)}: {job}\n".encode())
+        log_file.flush()
+        proc = subprocess.Popen(
+            cmd, stdout=log_file, stderr=subprocess.STDOUT, env=_child_env(settings), start_new_session=True
+        )
+    code = _watch(proc, tick, stopping)
+    if code is None:
+        return None
+    try:
+        printed = json.loads(result.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise EvaluationFailed(
+            f"the evaluation of the {side} stopped ({describe_exit(code)}); the end of its "
+            f"log:\n{log_tail(log_path, 15)}"
+        ) from None
+    out = dict(summary=printed["summary"], suites=printed.get("suites") or {}, timing=printed["timing"])
+    if "cases" in printed:
+        cases = printed["cases"]
+        out["cases"] = dict(
+            sub_em=cases["sub_em"], exact_match=cases["exact_match"], n=len(cases["cases"]), cases=cases["cases"]
+        )
     return out
 
 

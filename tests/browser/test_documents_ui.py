@@ -242,6 +242,7 @@ def test_a_pass_of_several_questions_is_shown_side_by_side(ui_page, ui_server, r
     try:
         page.locator("#pass-view").get_by_text("One pass, 3 questions").wait_for(timeout=60_000)
     except PlaywrightTimeout:
+        page.screenshot(path=str(ARTIFACTS / "ui-pass-not-shown.png"), full_page=True)  # what the page showed instead
         pytest.fail(f"no pass shown; the status line says: {page.locator('#status').inner_text()!r}")
     cards.nth(2).wait_for(timeout=60_000)
     ids = [int(i) for i in cards.evaluate_all("els => els.map(e => e.dataset.reading)")]

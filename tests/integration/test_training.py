@@ -50,6 +50,9 @@ def tiny_config(**overrides):
         seed=3,
         threads=2,
         micro_batch_tokens=1024,
+        # as the recipes: bfloat16 forward passes where the CPU computes them natively, float32 where it would
+        # emulate them (run_precision); 1.5x faster on an AVX-512 BF16 CPU
+        precision="bfloat16",
         data=dict(contracts=False),
     )
     return make_config({**base, **overrides})

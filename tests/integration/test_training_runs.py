@@ -42,7 +42,14 @@ TINY = dict(
     save_every=1,
     samples_per_step=1,
     group_size=2,
-    extra={"sft_samples_per_step": 1, "micro_batch_tokens": 512, "warmup_steps": 0, "threads": 1},
+    # bfloat16 where the CPU computes it natively, float32 where it would emulate it (training.policy.run_precision)
+    extra={
+        "sft_samples_per_step": 1,
+        "micro_batch_tokens": 512,
+        "warmup_steps": 0,
+        "threads": 1,
+        "precision": "bfloat16",
+    },
 )
 SYNTHETIC = DataSelection(lengths=(256,))
 

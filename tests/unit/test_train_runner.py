@@ -34,8 +34,9 @@ def test_a_runs_tracker_records_stay_with_the_apps_training_data(monkeypatch: py
     assert train_runner._trainer_env(Settings(data_dir=tmp_path))["LONGREAD_TRACKING_DIR"] == "/elsewhere"
 
 
-def test_a_runs_evaluation_is_typed_jobs_at_the_runs_sizes_that_come_back_from_their_file(tmp_path):
+def test_a_runs_evaluation_is_one_typed_job_a_side_at_the_runs_sizes_that_comes_back_from_its_file(tmp_path):
     from app.services.train_job import EvalJob, read_job, write_job
+    from app.services.training_runs import progress_file
 
     config = {
         "template_set": "memagent",
@@ -46,11 +47,17 @@ def test_a_runs_evaluation_is_typed_jobs_at_the_runs_sizes_that_come_back_from_t
     }
     settings = Settings(data_dir=tmp_path, engine="openai", openai_base_url="http://127.0.0.1:9/v1", eval_n=3)
     side = ("smollm2", "/a", "extractive")
-    (job,) = train_runner.eval_jobs(settings, config, side, tmp_path, "candidate")  # no held-out cases
+    job = train_runner.eval_job(settings, config, side, tmp_path, "candidate")  # no held-out cases
     assert (job.model, job.adapter, job.engine) == ("smollm2", "/a", "transformers")  # a served model loads no adapter
     assert job.memory_policy == "extractive"  # each side reads as its version is served
     assert (job.chunk_tokens, job.memory_tokens, job.answer_tokens, job.template_set) == (256, 64, 16, "memagent")
     assert (job.lengths, job.kinds, job.n, job.cases) == ((256, 512), ("multi-hop",), 3, None)
+    assert job.progress == str(progress_file(tmp_path, "candidate", 0)) and job.cases_progress is None
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "heldout-cases.jsonl").write_text('{"document": "a.txt", "question": "q", "answers": ["a"]}\n')
+    both = train_runner.eval_job(settings, config, side, tmp_path, "candidate")  # the sets, then the held-out cases
+    assert both.cases == str(tmp_path / "data" / "heldout-cases.jsonl")
+    assert both.cases_progress == str(progress_file(tmp_path, "candidate", 1))
     command = write_job(job, tmp_path / "job.json")
     assert command[1:] == ["-m", "app.services.train_job", str(tmp_path / "job.json")]
     assert read_job(tmp_path / "job.json") == job and isinstance(job, EvalJob)

@@ -60,7 +60,7 @@ def progress_dir(run_dir: Path) -> Path:
 
 
 def progress_file(run_dir: Path, side: str, part: int) -> Path:
-    """The progress file of `side`'s evaluation job `part` (0: the sets, 1: the held-out feedback)."""
+    """The progress file of `side`'s evaluation, `part` 0: the sets, 1: the held-out feedback (one job reads both)."""
     return progress_dir(run_dir) / f"{side}-{part}.json"
 
 
