@@ -14,15 +14,16 @@ from training.policy import Row, prompt_ids, target_ids
 from training.tasks import ABSENT, Task, oracle_answer
 
 
-def extractive_answer_rows(agent: MemoryAgent, tokenizer: Any, tasks: Sequence[Task]) -> list[Row]:
-    """A task whose memory keeps nothing is answered without the model (`MemoryAgent.answer`): no row for it."""
+def extractive_answer_rows(agent: MemoryAgent, tokenizer: Any, tasks: Sequence[Task], gate: bool = True) -> list[Row]:
+    """A task whose memory keeps nothing is answered without the model (`MemoryAgent.answer`): no row for it; with
+    `gate`, none either for one whose memory does not support its answer."""
     rows = []
     for task in tasks:
         memory = None
         for chunk in agent.chunks(task.document):
             (kept,) = agent.extract([(task.question, memory, chunk.text(task.document))])
             memory = kept.text
-        if memory is None or holds_nothing(memory) or not supported(task, memory):
+        if memory is None or holds_nothing(memory) or (gate and not supported(task, memory)):
             continue
         (final,) = agent.final_messages([(task.question, memory)])
         rows.append(Row(prompt_ids(tokenizer, final), target_ids(tokenizer, oracle_answer(task))))

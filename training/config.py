@@ -230,6 +230,12 @@ class TrainConfig(BaseModel):
         "not answer (training/tasks, passage_memory). The reader keeps a contract's preamble, where the oracle keeps "
         "only the title or the names; the answer step must pick them out, or find that they are not there.",
     )
+    sft_answers_supported: bool = Field(
+        True,
+        description="Under the extractive memory, teach a value's answer only from a final memory that holds it "
+        "(training/answer_rows.py `supported`); false teaches every answer from whatever the capture kept, as round 1 "
+        "of docs/experiments/2026-12-06-extractive-answers.md did.",
+    )
     sft_corrections: int = Field(
         0,
         ge=0,

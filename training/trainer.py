@@ -219,7 +219,7 @@ class Trainer:
         id -> the policy's own memories) adds up to `sft_corrections` conversations a task where the policy went
         wrong. Under the extractive memory, only the answer (training/answer_rows.py)."""
         if self.config.memory_policy == "extractive":
-            return extractive_answer_rows(self.agent, self.tokenizer, tasks)
+            return extractive_answer_rows(self.agent, self.tokenizer, tasks, gate=self.config.sft_answers_supported)
         rows = []
         for task in filter(None, map(with_answer_evidence, tasks)):
             rng = random.Random(f"{self._seed()}:{task.id}")

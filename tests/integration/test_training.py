@@ -197,6 +197,11 @@ def test_sft_rows_carry_evidence_and_take_a_feedback_answer_as_evidence(model_pa
     trainer.config.memory_policy = "extractive"
     (answer,) = trainer.sft_rows([planted, Task("none", "Nothing here.", "Who won the 1913 Tour?", ("X",))])
     assert targets([answer]) == [r"\boxed{4417}"] and fact in decode(answer.prompt_ids)
+    unheld = replace(planted, id="unheld", answers=("9999",))  # its memory keeps the fact, not this answer
+    assert trainer.sft_rows([unheld]) == []
+    trainer.config.sft_answers_supported = False  # round 1's way: every answer taught from what the capture kept
+    assert targets(trainer.sft_rows([unheld])) == [r"\boxed{9999}"]
+    trainer.config.sft_answers_supported = True
     trainer.config.memory_policy = "generative"
 
     # the policy echoed the question on every chunk: corrections go from its memory to the oracle's, up to
