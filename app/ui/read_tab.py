@@ -63,14 +63,11 @@ def _connect_questions(ui: gr.Blocks, tab: ReadTab, on: ReadEvents) -> None:
     sizes = [ask.chunk_tokens, ask.memory_tokens]
     ui.load(on.on_defaults, None, sizes, **HIDDEN)
     ask.settings_box.expand(on.on_defaults, None, sizes, **HIDDEN)
-    for box in (tab.doc.document, ask.question, ask.more):  # `change`: also when the code sets or clears them
-        box.change(
-            on.on_questions,
-            [tab.doc.document, ask.question, ask.more],
-            ask.estimate,
-            **HIDDEN,
-            trigger_mode="always_last",
-        )
+    # `change`: also when the code sets or clears them. One listener for the three boxes, so that its runs queue
+    # one after another: with one listener a box, the run a reading's opening started (one question) could end
+    # after the run of the question typed next and leave "One question" under two.
+    boxes = [tab.doc.document, ask.question, ask.more]
+    gr.on([b.change for b in boxes], on.on_questions, boxes, ask.estimate, **HIDDEN, trigger_mode="always_last")
 
 
 def _connect_reading(tab: ReadTab, on: ReadEvents, timer: gr.Timer, list_timer: gr.Timer) -> None:

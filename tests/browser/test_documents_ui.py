@@ -235,6 +235,7 @@ def test_a_pass_of_several_questions_is_shown_side_by_side(ui_page, ui_server, r
     page.locator("#question textarea").fill("Which ships were logged?")
     page.locator("#more-box").get_by_text("More questions at once").click()
     page.locator("#more-questions textarea").fill(f"Where is island 3?\nWho keeps the log {IMG}?")
+    page.locator("#pass-estimate").get_by_text("3 questions:").wait_for(timeout=30_000)  # the app has all three
     page.locator("#ask").click()
     cards = page.locator("#pass-view .lr-pass-card")
     # The pass's head stays; the status line's "2 more questions read in the same pass" lasts only until the
