@@ -166,12 +166,14 @@ def test_switching_documents_clears_the_question_memory_and_answer(ui_page, ui_s
     _seed(ui_server, first["id"], _text(ui_server, first["id"]))
 
     _open_page(page, ui_server)
+    # Opened first, seconds before its box is typed in: text filled into a box the accordion has just opened was
+    # lost on a loaded 2-core machine (the estimate never counted it; 2026-12-06, twice), which no person types as fast
+    page.locator("#more-box").get_by_text("More questions at once").click()
     _choose(page, first["id"])
     page.locator("#readings [role=gridcell]").filter(has_text="Which ships were logged?").first.click()
     page.locator("#status").get_by_text("Done").wait_for(timeout=30_000)
     assert page.locator("#answer textarea").input_value() == "ships 1 to 4"
     assert page.locator("#memory textarea").input_value() and page.locator("#question textarea").input_value()
-    page.locator("#more-box").get_by_text("More questions at once").click()
     page.locator("#more-questions textarea").fill("A second question?")
     estimate = page.locator("#pass-estimate")  # beside the questions: for as many as are typed
     estimate.get_by_text("2 questions:").wait_for(timeout=30_000)
@@ -230,10 +232,10 @@ def test_a_pass_of_several_questions_is_shown_side_by_side(ui_page, ui_server, r
     doc = _upload(page, ui_server, name, (TEXT + name).encode())  # bytes of its own: a document of its own
 
     _open_page(page, ui_server)
+    page.locator("#more-box").get_by_text("More questions at once").click()  # opened before typing (as above)
     _choose(page, doc["id"])
     page.locator("#doc-info").get_by_text(name).wait_for(timeout=30_000)  # switched: the question box is cleared
     page.locator("#question textarea").fill("Which ships were logged?")
-    page.locator("#more-box").get_by_text("More questions at once").click()
     page.locator("#more-questions textarea").fill(f"Where is island 3?\nWho keeps the log {IMG}?")
     page.locator("#pass-estimate").get_by_text("3 questions:").wait_for(timeout=30_000)  # the app has all three
     page.locator("#ask").click()
