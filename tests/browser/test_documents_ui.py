@@ -166,8 +166,9 @@ def test_switching_documents_clears_the_question_memory_and_answer(ui_page, ui_s
     _seed(ui_server, first["id"], _text(ui_server, first["id"]))
 
     _open_page(page, ui_server)
-    # Opened first, seconds before its box is typed in: text filled into a box the accordion has just opened was
-    # lost on a loaded 2-core machine (the estimate never counted it; 2026-12-06, twice), which no person types as fast
+    # Opened first, seconds before its box is typed in: on a loaded 2-core machine this test failed twice
+    # (2026-12-06; once seen: the question typed there never counted); the likeliest cause, text filled into a box
+    # the accordion has only just opened, which no person types as fast
     page.locator("#more-box").get_by_text("More questions at once").click()
     _choose(page, first["id"])
     page.locator("#readings [role=gridcell]").filter(has_text="Which ships were logged?").first.click()
