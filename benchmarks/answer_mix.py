@@ -22,9 +22,9 @@ def main() -> None:
 
     from transformers import AutoTokenizer
 
-    from inference.agent import AgentConfig, MemoryAgent, holds_nothing
+    from inference.agent import AgentConfig, MemoryAgent
     from inference.models import model_folder
-    from training.answer_rows import supported
+    from training.answer_rows import final_memory, teaches
     from training.config import load_config
     from training.data import TaskSource
 
@@ -37,13 +37,8 @@ def main() -> None:
     for step in range(args.steps or config.sft_steps):
         for task in source.draw(step, config.sft_samples_per_step):
             kind = {("Yes",): "yes", ("No",): "no"}.get(tuple(task.answers), task.kind.split(":")[0])
-            memory = None
-            for chunk in agent.chunks(task.document):
-                (kept,) = agent.extract([(task.question, memory, chunk.text(task.document))])
-                memory = kept.text
             drawn[kind] += 1
-            if not holds_nothing(memory) and (not config.sft_answers_supported or supported(task, memory)):
-                taught[kind] += 1
+            taught[kind] += teaches(task, final_memory(agent, task), config.sft_answers_supported)
         print(f"steps 1-{step + 1}: drawn {dict(drawn)}; taught {dict(taught)}", flush=True)
 
 

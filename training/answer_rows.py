@@ -14,20 +14,31 @@ from training.policy import Row, prompt_ids, target_ids
 from training.tasks import ABSENT, Task, oracle_answer
 
 
-def extractive_answer_rows(agent: MemoryAgent, tokenizer: Any, tasks: Sequence[Task], gate: bool = True) -> list[Row]:
+def extractive_answer_rows(agent: MemoryAgent, tokenizer: Any, tasks: Sequence[Task], gate: bool) -> list[Row]:
     """A task whose memory keeps nothing is answered without the model (`MemoryAgent.answer`): no row for it; with
     `gate`, none either for one whose memory does not support its answer."""
     rows = []
     for task in tasks:
-        memory = None
-        for chunk in agent.chunks(task.document):
-            (kept,) = agent.extract([(task.question, memory, chunk.text(task.document))])
-            memory = kept.text
-        if memory is None or holds_nothing(memory) or (gate and not supported(task, memory)):
+        memory = final_memory(agent, task)
+        if not teaches(task, memory, gate):
             continue
         (final,) = agent.final_messages([(task.question, memory)])
         rows.append(Row(prompt_ids(tokenizer, final), target_ids(tokenizer, oracle_answer(task))))
     return rows
+
+
+def final_memory(agent: MemoryAgent, task: Task) -> str | None:
+    """The memory the capture keeps over the task's document, chunk by chunk, as a reading keeps it."""
+    memory = None
+    for chunk in agent.chunks(task.document):
+        (kept,) = agent.extract([(task.question, memory, chunk.text(task.document))])
+        memory = kept.text
+    return memory
+
+
+def teaches(task: Task, memory: str | None, gate: bool) -> bool:
+    """Whether `memory` gives the task a row: it keeps something and, with `gate`, supports the answer."""
+    return memory is not None and not holds_nothing(memory) and (not gate or supported(task, memory))
 
 
 def supported(task: Task, memory: str) -> bool:
