@@ -24,6 +24,7 @@ learned linear scorer of inference/relevance.py: the shipped weights, or `--weig
 run).
 
     OMP_NUM_THREADS=1 nice -n 19 .venv/bin/python -m benchmarks.capture_probe --policy lexical
+    ... --policy relevance --budgets 256 --keep -2 --open-keep -4 --margin 1    # the product's rule
     ... --policy reader --suites contracts synthetic --limit 30    # runs/probe/<policy>.json
     ... --policy pointer --adapter runs/pointer/r1/step-0010 --suites contracts --limit 8 --threads 2
     ... --policy relevance [--weights runs/relevance/r3/weights.npz]
@@ -83,7 +84,7 @@ def read_document(doc: Any, tok: Any, scorer: Any, chunk_tokens: int, max_questi
     t = time.time()
     for c in chunks:
         here = chunk_spans(spans, c.start_char, c.end_char)
-        got = scorer.score([text[a:b] for a, b in here], [task.question for task in tasks])
+        got = scorer.score([text[a:b] for a, b in here], [task.question for task in tasks], text)
         parts += here
         chunk_of += [c.index] * len(here)
         scores.append(np.asarray(got, dtype=float).reshape(len(tasks), len(here)))
@@ -179,14 +180,20 @@ def chunk_rank(read: dict, q: int, evidence: list[tuple[int, int]]) -> int | Non
     return min(ranks, default=None)
 
 
-def judge(read: dict, budget: int, threshold: float, margin: float | None = None) -> list[dict]:
+def judge(
+    read: dict, budget: int, threshold: float, margin: float | None = None, open_threshold: float | None = None
+) -> list[dict]:
+    """Each question's final memory judged; with `open_threshold`, an open question's bar (the agent's
+    `OPEN_KEEP_THRESHOLD`), `threshold` a yes/no question's."""
     from inference.capture import render
+    from inference.templates import asks_yes_or_no
     from training.misses import holds, unanswerable
     from training.suites import group_of
 
     out = []
     for q, task in enumerate(read["tasks"]):
-        memory = final_memory(read, q, budget, threshold, margin)
+        bar = threshold if open_threshold is None or asks_yes_or_no(task.question) else open_threshold
+        memory = final_memory(read, q, budget, bar, margin)
         ev = evidence_spans(read["text"], task.evidence)
         rank = chunk_rank(read, q, ev)
         out.append(
@@ -246,7 +253,7 @@ class LeadScorer:
     def start_document(self) -> None:
         self.seen = 0
 
-    def score(self, chunk: list[str], questions: list[str]) -> list[list[float]]:
+    def score(self, chunk: list[str], questions: list[str], document: str | None = None) -> list[list[float]]:
         scores = [-float(self.seen + i) for i in range(len(chunk))]
         self.seen += len(chunk)
         return [scores for _ in questions]
@@ -314,6 +321,9 @@ def main(argv: list[str] | None = None) -> None:
         help="also judge the product's rule: this threshold (the agent's KEEP_THRESHOLD) and --margin",
     )
     ap.add_argument("--margin", type=float, default=None, help="with --keep: the agent's KEEP_MARGIN")
+    ap.add_argument(
+        "--open-keep", type=float, default=None, help="with --keep: an open question's (OPEN_KEEP_THRESHOLD)"
+    )
     ap.add_argument("--from-scores", action="store_true", help="assemble from the scores a run saved, no model")
     ap.add_argument("--resume", action="store_true", help="reuse the saved scores of documents already read")
     ap.add_argument("--out", type=Path, default=None, help="default runs/probe/<policy>.json")
@@ -358,11 +368,11 @@ def main(argv: list[str] | None = None) -> None:
         for q, t in enumerate(r["tasks"])
         if t.answers == ("No",)
     ]
-    thresholds = {"fill": (-math.inf, None)}
+    thresholds = {"fill": (-math.inf, None, None)}
     if no_best:
-        thresholds["t20"] = (float(np.quantile(no_best, 0.8)), None)
-    if args.keep is not None:  # the product's rule (MemoryAgent.extract): its threshold and margin
-        thresholds["keep"] = (args.keep, args.margin)
+        thresholds["t20"] = (float(np.quantile(no_best, 0.8)), None, None)
+    if args.keep is not None:  # the product's rule (MemoryAgent.extract): its thresholds and margin
+        thresholds["keep"] = (args.keep, args.margin, args.open_keep)
     result: dict[str, Any] = {
         "policy": label,
         "args": {k: str(v) for k, v in vars(args).items()},
@@ -378,9 +388,9 @@ def main(argv: list[str] | None = None) -> None:
             "questions": sum(len(r["tasks"]) for r in rs),
             "tables": {},
         }
-        for name, (th, margin) in thresholds.items():
+        for name, (th, margin, open_th) in thresholds.items():
             for budget in args.budgets:
-                rows = [row for r in rs for row in judge(r, budget, th, margin)]
+                rows = [row for r in rs for row in judge(r, budget, th, margin, open_th)]
                 entry["tables"][f"{name}/{budget}"] = table(rows, suite)
                 if suite == "clauses" and name == "fill":
                     yes, no = [x["best"] for x in rows if not x["no"]], [x["best"] for x in rows if x["no"]]

@@ -43,9 +43,12 @@ class Sentence:
 
 class Scorer(Protocol):
     """Scores every sentence of a chunk for each question: `scores[q][i]` for question q and sentence i. The
-    chunk comes first so that an engine can share its prefill across the questions of a pass."""
+    chunk comes first so that an engine can share its prefill across the questions of a pass; `document`, the
+    whole text the chunk is part of, for a scorer that weighs words by how common they are in it."""
 
-    def score(self, chunk: Sequence[str], questions: Sequence[str]) -> list[list[float]]: ...
+    def score(
+        self, chunk: Sequence[str], questions: Sequence[str], document: str | None = None
+    ) -> list[list[float]]: ...
 
 
 def _cut_long(text: str, a: int, b: int, limit: int) -> list[tuple[int, int]]:
@@ -151,7 +154,7 @@ def content_stems(text: str) -> set[str]:
 class LexicalScorer:
     """The share of the question's content words a sentence holds: no model, a floor for any scorer."""
 
-    def score(self, chunk: Sequence[str], questions: Sequence[str]) -> list[list[float]]:
+    def score(self, chunk: Sequence[str], questions: Sequence[str], document: str | None = None) -> list[list[float]]:
         stems = [content_stems(s) for s in chunk]
         out = []
         for q in questions:

@@ -80,7 +80,7 @@ class PointerScorer:
         return torch.tensor([self.tok(text, add_special_tokens=False)["input_ids"]])
 
     @torch.inference_mode()
-    def score(self, chunk: Sequence[str], questions: Sequence[str]) -> list[list[float]]:
+    def score(self, chunk: Sequence[str], questions: Sequence[str], document: str | None = None) -> list[list[float]]:
         if not chunk:
             return [[] for _ in questions]
         return [(logp[1:] - logp[0]).tolist() for logp in self.log_probs(chunk, questions)]

@@ -31,7 +31,7 @@ def final_memory(agent: MemoryAgent, task: Task) -> str | None:
     """The memory the capture keeps over the task's document, chunk by chunk, as a reading keeps it."""
     memory = None
     for chunk in agent.chunks(task.document):
-        (kept,) = agent.extract([(task.question, memory, chunk.text(task.document))])
+        (kept,) = agent.extract([(task.question, memory, chunk.text(task.document))], [task.document])
         memory = kept.text
     return memory
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from inference.capture import LexicalScorer, document_spans
-from inference.relevance import SIZE, Question, RelevanceScorer, SentenceHalf, features
+from inference.relevance import SIZE, DocumentWords, Question, RelevanceScorer, SentenceHalf, features
 from training.capture_rows import labels, passage_spans
 
 
@@ -35,6 +35,7 @@ def contract_examples(
     spans = document_spans(text)
     sentences = [text[a:b] for a, b in spans]
     halves = [SentenceHalf(s) for s in sentences]
+    words = DocumentWords(text)
     overlap = LexicalScorer().score(sentences, [x["question"] for x in qa])
     for x, lex in zip(qa, overlap):
         # where each passage first occurs, as the probe locates evidence: CUAD marks a party's name, and "Company"
@@ -46,7 +47,7 @@ def contract_examples(
         others = np.asarray([i for i in rest if i not in picked], dtype=int)
         if len(others):
             picked |= set(rng.choice(others, size=min(easy, len(others)), replace=False).tolist())
-        q = Question(x["question"])
+        q = Question(x["question"], words)
         for i in pos:
             yield (*features(q, halves[i]), 1)
         for i in sorted(picked):

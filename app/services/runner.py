@@ -362,7 +362,8 @@ def _step(url: str, agent: MemoryAgent, group: list[_Live]) -> set[int]:
     reading = [x for x in group if x.cursor < len(x.chunks)]
     if reading:
         started = time.monotonic()
-        completions = agent.update([(x.question, x.memory, x.chunks[x.cursor].text(x.text)) for x in reading])
+        items = [(x.question, x.memory, x.chunks[x.cursor].text(x.text)) for x in reading]
+        completions = agent.update(items, documents=[x.text for x in reading])
         seconds = time.monotonic() - started
         for x, c in zip(reading, completions):
             if not _commit_step(url, x, c, seconds):

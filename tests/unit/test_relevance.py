@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from inference.agent import KEEP_MARGIN, KEEP_THRESHOLD, AgentConfig, MemoryAgent
+from inference.agent import KEEP_MARGIN, KEEP_THRESHOLD, OPEN_KEEP_THRESHOLD, AgentConfig, MemoryAgent
 from inference.capture import LexicalScorer
-from inference.relevance import SIZE, Question, RelevanceScorer, SentenceHalf, features
+from inference.relevance import SIZE, DocumentWords, Question, RelevanceScorer, SentenceHalf, features
 from inference.templates import NO_EVIDENCE_MEMORY, NOT_IN_DOCUMENT_NO
 from tests.fakes import FakeEngine
 from training.relevance_train import AdaGrad, contract_examples
@@ -36,6 +36,21 @@ def test_features_are_the_same_in_every_process():
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert other.stdout.strip() == str(idx.tolist())
     assert idx.min() >= 0 and idx.max() < SIZE
+
+
+def test_a_word_in_every_sentence_of_the_document_weighs_less_than_a_rare_one():
+    """In a novel the heroine's name is in every other sentence: the sentence that holds the question's rare word
+    ("pension") shares more of the question, weighed by the document, than one holding her name, though both hold
+    one word of it."""
+    document = "Lucy walked in. Lucy ran home. The pension was cheap. Lucy slept late."
+    q = Question("Which pension did Lucy like?", DocumentWords(document))
+    assert q.weights["lucy"] < q.weights["pensi"] < q.weights["like"]  # "like": in no sentence
+    _, common = features(q, SentenceHalf("Lucy ran home."))
+    _, rare = features(q, SentenceHalf("The pension was cheap."))
+    assert common[-2] == rare[-2] == pytest.approx(1 / 3)  # plain overlap: one of three words each
+    assert rare[-1] > common[-1] > 0
+    _, flat = features(Question("Which pension did Lucy like?"), SentenceHalf("Lucy ran home."))
+    assert flat[-1] == flat[-2]  # without a document every word weighs the same
 
 
 def test_a_few_contracts_teach_the_governing_law_clause_over_its_look_alikes(tmp_path):
@@ -69,7 +84,7 @@ class _WordScorer:
     def __init__(self, word: str, weaker: str = "", weaker_score: float = 1.5) -> None:
         self.word, self.weaker, self.weaker_score = word, weaker, weaker_score
 
-    def score(self, chunk, questions):
+    def score(self, chunk, questions, document=None):
         def one(s: str) -> float:
             return 3.0 if self.word in s else self.weaker_score if self.weaker and self.weaker in s else -5.0
 
@@ -120,6 +135,38 @@ def test_the_extractive_memory_keeps_the_best_first_and_no_look_alike_far_below_
     close = _WordScorer("Bob", weaker="Ann", weaker_score=2.5)
     both = MemoryAgent(engine, config, scorer=close).update([("Bob?", None, chunk)])[0].text
     assert both.split("\n") == ["The code of Bob is 2.", "The code of Ann is 1."]  # within the margin: best first
+
+
+def test_an_open_question_keeps_a_sentence_a_yes_or_no_question_would_pass_over(tokenizer):
+    """A sentence scoring between the two bars: kept for "Who…?" (a novel's evidence often scores that low), not
+    for "Is there…?", whose empty memory is answered "No"."""
+    engine = FakeEngine(tokenizer, lambda m: "")
+    config = AgentConfig(
+        chunk_tokens=400, memory_tokens=100, answer_tokens=16, template_set="memagent", memory_policy="extractive"
+    )
+    low = (KEEP_THRESHOLD + OPEN_KEEP_THRESHOLD) / 2
+    agent = MemoryAgent(engine, config, scorer=_WordScorer("nothing", weaker="Ann", weaker_score=low))
+    chunk = "The code of Ann is 1. Rain fell."
+    (open_,) = agent.update([("Whose code is 1?", None, chunk)])
+    (yes_no,) = agent.update([("Is there a code of Ann?", None, chunk)])
+    assert open_.text == "The code of Ann is 1." and yes_no.text == NO_EVIDENCE_MEMORY
+
+
+def test_the_scorer_reads_the_whole_document_each_chunk_is_part_of(tokenizer):
+    """The agent hands every chunk's document to the scorer, for the old memory's lines as for the chunk's."""
+    seen = []
+
+    class Recording(_WordScorer):
+        def score(self, chunk, questions, document=None):
+            seen.append(document)
+            return super().score(chunk, questions, document)
+
+    engine = FakeEngine(tokenizer, lambda m: "")
+    config = AgentConfig(
+        chunk_tokens=40, memory_tokens=64, answer_tokens=16, template_set="memagent", memory_policy="extractive"
+    )
+    (trajectory,) = MemoryAgent(engine, config, scorer=Recording("Ohio")).read_batch([(LAW, CONTRACT)])
+    assert len(trajectory.completions) > 1 and seen and all(d == CONTRACT for d in seen)
 
 
 def test_an_unknown_memory_policy_is_refused():
