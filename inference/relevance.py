@@ -114,10 +114,11 @@ class DocumentWords:
         return math.log((self.sentences + 1) / (self.holding.get(stem, 0) + 1))
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=64)
 def document_words(text: str) -> DocumentWords:
     """A document's word counts, once a process: every chunk of a reading is scored against the same document
-    (a 1M-token document takes seconds to count)."""
+    (a 1M-token document takes seconds to count). As many as the readings a worker advances together
+    (`Settings.max_batch`, 64), each of which may be on its own document."""
     return DocumentWords(text)
 
 
