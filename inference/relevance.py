@@ -32,7 +32,7 @@ import math
 import re
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -103,12 +103,15 @@ def shapes(text: str) -> list[str]:
 
 class DocumentWords:
     """How many of a document's sentences hold each content word: the weight of a question's word is
-    log((sentences + 1) / (sentences holding it + 1)), so a word the document never uses weighs the most."""
+    log((sentences + 1) / (sentences holding it + 1)), so a word the document never uses weighs the most. Built
+    from each sentence's `content_stems` (training has them already, in its `SentenceHalf`s)."""
 
-    def __init__(self, text: str) -> None:
-        spans = document_spans(text)
-        self.holding = Counter(stem for a, b in spans for stem in content_stems(text[a:b]))
-        self.sentences = len(spans)
+    def __init__(self, sentence_stems: Iterable[set[str]]) -> None:
+        self.holding: Counter[str] = Counter()
+        self.sentences = 0
+        for stems in sentence_stems:
+            self.holding.update(stems)
+            self.sentences += 1
 
     def weight(self, stem: str) -> float:
         return math.log((self.sentences + 1) / (self.holding.get(stem, 0) + 1))
@@ -119,7 +122,7 @@ def document_words(text: str) -> DocumentWords:
     """A document's word counts, once a process: every chunk of a reading is scored against the same document
     (a 1M-token document takes seconds to count). As many as the readings a worker advances together
     (`Settings.max_batch`, 64), each of which may be on its own document."""
-    return DocumentWords(text)
+    return DocumentWords(content_stems(text[a:b]) for a, b in document_spans(text))
 
 
 class Question:

@@ -35,7 +35,7 @@ def contract_examples(
     spans = document_spans(text)
     sentences = [text[a:b] for a, b in spans]
     halves = [SentenceHalf(s) for s in sentences]
-    words = DocumentWords(text)
+    words = DocumentWords(h.stems for h in halves)  # the sentences' stems, counted once
     overlap = LexicalScorer().score(sentences, [x["question"] for x in qa])
     for x, lex in zip(qa, overlap):
         # where each passage first occurs, as the probe locates evidence: CUAD marks a party's name, and "Company"

@@ -11,7 +11,7 @@ import pytest
 
 from inference.agent import KEEP_MARGIN, KEEP_THRESHOLD, OPEN_KEEP_THRESHOLD, AgentConfig, MemoryAgent
 from inference.capture import LexicalScorer
-from inference.relevance import SIZE, DocumentWords, Question, RelevanceScorer, SentenceHalf, features
+from inference.relevance import SIZE, Question, RelevanceScorer, SentenceHalf, document_words, features
 from inference.templates import NO_EVIDENCE_MEMORY, NOT_IN_DOCUMENT_NO
 from tests.fakes import FakeEngine
 from training.relevance_train import AdaGrad, contract_examples
@@ -43,7 +43,7 @@ def test_a_word_in_every_sentence_of_the_document_weighs_less_than_a_rare_one():
     ("pension") shares more of the question, weighed by the document, than one holding her name, though both hold
     one word of it."""
     document = "Lucy walked in. Lucy ran home. The pension was cheap. Lucy slept late."
-    q = Question("Which pension did Lucy like?", DocumentWords(document))
+    q = Question("Which pension did Lucy like?", document_words(document))
     assert q.weights["lucy"] < q.weights["pensi"] < q.weights["like"]  # "like": in no sentence
     _, common = features(q, SentenceHalf("Lucy ran home."))
     _, rare = features(q, SentenceHalf("The pension was cheap."))
