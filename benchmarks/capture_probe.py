@@ -185,14 +185,14 @@ def judge(
 ) -> list[dict]:
     """Each question's final memory judged; with `open_threshold`, an open question's bar (the agent's
     `OPEN_KEEP_THRESHOLD`), `threshold` a yes/no question's."""
+    from inference.agent import keep_threshold
     from inference.capture import render
-    from inference.templates import asks_yes_or_no
     from training.misses import holds, unanswerable
     from training.suites import group_of
 
     out = []
     for q, task in enumerate(read["tasks"]):
-        bar = threshold if open_threshold is None or asks_yes_or_no(task.question) else open_threshold
+        bar = threshold if open_threshold is None else keep_threshold(task.question, threshold, open_threshold)
         memory = final_memory(read, q, budget, bar, margin)
         ev = evidence_spans(read["text"], task.evidence)
         rank = chunk_rank(read, q, ev)

@@ -171,6 +171,14 @@ KEEP_THRESHOLD = -2.0
 #: move: the memories of the 32 dev questions about a fact the document lacks kept something with either bar
 #: (docs/experiments/2026-12-06-document-words.md)
 OPEN_KEEP_THRESHOLD = -4.0
+
+
+def keep_threshold(question: str, yes_no: float = KEEP_THRESHOLD, open_: float = OPEN_KEEP_THRESHOLD) -> float:
+    """The score a sentence must reach to be kept for `question`: a yes/no question's bar or an open one's (the
+    capture probe passes other values to try them)."""
+    return yes_no if asks_yes_or_no(question) else open_
+
+
 #: and only sentences within this many log-odds of the memory's best: the small reader answers with every
 #: look-alike its memory holds ("Vanponpith; Brairrounpul"), wrong under strict scoring. Set on the dev split: with
 #: 1.0, 30 of 32 planted facts were answered right, 24 with 2.0 and 22 with none; contracts and clauses held
@@ -251,7 +259,7 @@ class MemoryAgent:
             texts, counts = old + sentences, self._token_counts(old) + counts
             scores = self.scorer.score(old, [problem], doc)[0] + scores[problem]
             candidates = [Sentence(t, i, i + 1, s, n) for i, (t, s, n) in enumerate(zip(texts, scores, counts))]
-            bar = KEEP_THRESHOLD if asks_yes_or_no(problem) else OPEN_KEEP_THRESHOLD
+            bar = keep_threshold(problem)
             kept = sorted(assemble([], candidates, self.config.memory_tokens, bar), key=lambda s: -s.score)
             kept = [s for s in kept if s.score >= kept[0].score - KEEP_MARGIN]
             out.append(Completion(render(kept) or NO_EVIDENCE_MEMORY, sum(counts), 0))
