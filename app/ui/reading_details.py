@@ -12,6 +12,7 @@ from app.documents.base import pages_label
 from app.services import documents, feedback, provenance, readings
 from app.services.errors import NotFound
 from app.services.users import UserView
+from app.services.views import ReadingView
 from app.settings import Settings
 from app.ui.details_panels import DetailsPanels, build_details_panels
 from app.ui.passages import chosen_row, no_passage, open_passage
@@ -98,8 +99,16 @@ class ReadingDetails:
         )
 
     def load_timeline(self, reading_id: int | None) -> dict:
-        """The open reading's timeline, at its last step."""
-        return self._timeline_at(reading_id, self._steps(reading_id))
+        """The open reading's timeline, at its last step, followed from there (follow_timeline)."""
+        n = self._steps(reading_id)
+        return {self.panels.timeline.followed: [reading_id, n, True]} | self._timeline_at(reading_id, n)
+
+    def reopen_timeline(self, reading_id: int | None, followed: list | None) -> dict:
+        """Opening the timeline again: loaded only if it does not show the open reading's steps yet. A reload
+        here answered after the person's first arrow key and put the slider back on the last step."""
+        if followed and followed[0] == reading_id and followed[1] == self._steps(reading_id):
+            return gr.skip()
+        return self.load_timeline(reading_id)
 
     def follow_timeline(self, reading_id: int | None, followed: list | None) -> dict:
         """The timeline follows the open reading as it reads and once it finishes (a branch included): new steps
@@ -123,6 +132,19 @@ class ReadingDetails:
 
     # Comparing answers.
 
+    def _others(self, r: ReadingView) -> list[tuple[str, int]]:
+        """The other readings of r's document to compare with, as menu choices (a review's own: in its panel)."""
+        return [
+            (
+                f"#{o.id} "
+                + (f"(branch of #{o.parent_reading_id} at step {o.branched_at_step}) " if o.parent_reading_id else "")
+                + f"{' '.join(o.question.split())[:80]} · {o.status}",
+                o.id,
+            )
+            for o in readings.document_readings(self.settings, r.document_id, user=self.me())
+            if o.id != r.id and (o.review_id is None or o.review_id == r.review_id)
+        ]
+
     def compare_choices(self, reading_id: int | None) -> dict:
         """The other readings of the open reading's document, to compare answers with; this one on the left."""
         c = self.panels.compare
@@ -133,21 +155,17 @@ class ReadingDetails:
                 c.left: gr.update(value="", label="This reading"),
                 c.right: "",
             }
-        others = [
-            (
-                f"#{o.id} "
-                + (f"(branch of #{o.parent_reading_id} at step {o.branched_at_step}) " if o.parent_reading_id else "")
-                + f"{' '.join(o.question.split())[:80]} · {o.status}",
-                o.id,
-            )
-            for o in readings.document_readings(self.settings, r.document_id, user=self.me())
-            if o.id != r.id and (o.review_id is None or o.review_id == r.review_id)  # a review's own: in its panel
-        ]
         return {
-            c.other: gr.update(choices=others, value=None),
+            c.other: gr.update(choices=self._others(r), value=None),
             c.left: gr.update(value=compare_text(r), label=f"This reading (#{r.id})"),
             c.right: gr.update(value="", label="The other reading"),
         }
+
+    def refresh_compare_choices(self, reading_id: int | None) -> dict:
+        """Opening the panel: the choices as they are now, and nothing else. A refresh that also reset the choice
+        could answer after the person chose and undo it."""
+        r = self.look.reading(reading_id)
+        return gr.skip() if r is None else {self.panels.compare.other: gr.update(choices=self._others(r))}
 
     def on_compare(self, reading_id: int | None, other_id: int | None) -> dict:
         c = self.panels.compare
@@ -172,6 +190,13 @@ class ReadingDetails:
         else:
             note = "Choose a sentence to see the passage it came from." if rows else "No memory yet."
         return {p.sources: rows, p.spans: spans} | dict(zip(p.passage_view, no_passage(note), strict=True))
+
+    def refresh_provenance(self, reading_id: int | None) -> dict:
+        """Opening the panel: the rows as they are now; the passage shown stays (a late refresh cleared the one the
+        person had just chosen)."""
+        p = self.panels.provenance
+        rows, spans = self._sources(reading_id)
+        return gr.skip() if rows is None else {p.sources: rows, p.spans: spans}
 
     def _sources(self, reading_id: int | None) -> tuple[list | None, list | None]:
         """The provenance table's rows and, for each, its passage and page (None, None: no reading, or gone)."""
@@ -255,16 +280,16 @@ class ReadingDetails:
         panels = self.panels
         t, p, b, c, f = panels.timeline, panels.provenance, panels.branches, panels.compare, panels.feedback
         reading_id.change(self.show_feedback, reading_id, f.given, **HIDDEN)
-        timeline = [t.slider, *t.step]
+        timeline = [t.followed, t.slider, *t.step]
         reading_id.change(self.load_timeline, reading_id, timeline, **HIDDEN)
-        t.box.expand(self.load_timeline, reading_id, timeline, **HIDDEN)
+        t.box.expand(self.reopen_timeline, [reading_id, t.followed], timeline, **HIDDEN)
         # The status line changes as the reading reads and when it finishes: the timeline follows it.
-        status.change(self.follow_timeline, [reading_id, t.followed], [t.followed, *timeline], **HIDDEN)
+        status.change(self.follow_timeline, [reading_id, t.followed], timeline, **HIDDEN)
         t.slider.input(self.stop_following, t.followed, t.followed, **HIDDEN)
         t.slider.change(self.show_step, [reading_id, t.slider], t.step, **HIDDEN)
         provenance_view = [p.sources, p.spans, *p.passage_view]
         reading_id.change(self.load_provenance, reading_id, provenance_view, **HIDDEN)
-        p.box.expand(self.load_provenance, reading_id, provenance_view, **HIDDEN)
+        p.box.expand(self.refresh_provenance, reading_id, [p.sources, p.spans], **HIDDEN)
         p.sources.select(self.on_source, [reading_id, p.spans], p.passage_view, **HIDDEN)
         branch_view = [b.table, b.note]
         reading_id.change(self.load_branches, reading_id, branch_view, **HIDDEN)
@@ -273,7 +298,7 @@ class ReadingDetails:
         timer.tick(self.on_branches_refresh, [reading_id, b.table], branch_view, **HIDDEN)
         compare_view = [c.other, c.left, c.right]
         reading_id.change(self.compare_choices, reading_id, compare_view, **HIDDEN)
-        c.box.expand(self.compare_choices, reading_id, compare_view, **HIDDEN)
+        c.box.expand(self.refresh_compare_choices, reading_id, c.other, **HIDDEN)
         c.other.input(self.on_compare, [reading_id, c.other], [c.left, c.right], **HIDDEN)
         f.save.click(self.on_feedback, [reading_id, *f.form], [f.given, *f.form], **HIDDEN)
 
