@@ -231,16 +231,17 @@ def suites_table(suites: dict[str, dict[str, Any]]) -> str:
 
     header = (
         "| suite | n | sub-EM (95% interval) | balanced acc. | never entered memory | overwritten | "
-        "in final memory, answer missed | answer right when final memory held it | kept something, "
-        "nothing to find |"
+        "in final memory, answer missed | answer right when final memory held it | evidence in final memory | "
+        "kept something, nothing to find |"
     )
-    lines = [header, "|---|---|---|---|---|---|---|---|---|"]
+    lines = [header, "|---|---|---|---|---|---|---|---|---|---|"]
     for suite, s in suites.items():
         lo, hi = s["interval"]
         lines.append(
             f"| {suite} | {s['n']} | {s['sub_em']:.1%} ({lo:.1%}–{hi:.1%}) | {pct(s['balanced_accuracy'])} | "
             f"{pct(s['never-entered'])} | {pct(s['overwritten'])} | {pct(s['answer-missed'])} | "
-            f"{pct(s['answered_when_held'])} (of {s['final_held']}) | {pct(s['kept_something'])} "
+            f"{pct(s['answered_when_held'])} (of {s['final_held']}) | "
+            f"{pct(s.get('evidence_kept'))} (of {s.get('with_evidence', 0)}) | {pct(s['kept_something'])} "
             f"(of {s['unanswerable']}) |"
         )
     return "\n".join(lines) + "\n"

@@ -60,6 +60,31 @@ def _clause_in(memory: str, clause: str) -> bool:
     return len(wanted) >= 3 and len(wanted & _content_words(memory)) >= len(wanted) / 2
 
 
+_SENTENCE_END = re.compile(r"(?<=[.;!?])\s+")
+
+
+def evidence_kept(memory: str, evidence: Sequence[str]) -> bool:
+    """The memory keeps a marked evidence passage: half of a clause's content words (as a "Yes" clause is held),
+    or one of its sentences of four content words or more nearly whole (nine in ten of them): the extractive
+    memory keeps a long clause's key sentence verbatim. The capture targets of issue 51 count this, the gold aside
+    (an expiration date is computed from a kept term).
+
+    >>> evidence_kept("The term is five (5) years.", ["Recitals first. The term is five (5) years from signing."])
+    True
+    >>> evidence_kept("Payment is due within thirty days.", ["The term is five (5) years from signing."])
+    False
+    """
+    have = _content_words(memory)
+    for clause in evidence:
+        if _clause_in(memory, clause):
+            return True
+        for sentence in _SENTENCE_END.split(clause):
+            wanted = _content_words(sentence)
+            if len(wanted) >= 4 and len(wanted & have) >= 0.9 * len(wanted):
+                return True
+    return False
+
+
 def holds(memory: str, golds: Sequence[str], evidence: Sequence[str] = ()) -> bool:
     """Whether a memory holds the answer (see the module's docstring).
 
@@ -102,8 +127,9 @@ def where(memories: Sequence[str], golds: Sequence[str], evidence: Sequence[str]
 
 
 def rates(cases: Sequence[Any]) -> dict[str, Any]:
-    """Per set of cases (objects or dicts with `answers`, `where`, `memories`): each miss's share of the
-    answerable questions; how often the answer was right when the final memory held the gold (`correct`
+    """Per set of cases (objects or dicts with `answers`, `where`, `memories`, `evidence`): each miss's share of
+    the answerable questions; how often the final memory kept the marked evidence (`evidence_kept`, of those with
+    evidence); how often the answer was right when the final memory held the gold (`correct`
     plus `answer-missed` among answerable); and how often the final memory kept something when the document
     answers nothing."""
 
@@ -129,6 +155,14 @@ def rates(cases: Sequence[Any]) -> dict[str, Any]:
     out["final_held"] = len(final_held)
     out["answered_when_held"] = (
         sum(get(c, "where") == CORRECT for c in final_held) / len(final_held) if final_held else None
+    )
+    with_evidence = [c for c in answerable if get(c, "evidence")]
+    out["with_evidence"] = len(with_evidence)
+    out["evidence_kept"] = (
+        sum(evidence_kept((get(c, "memories") or [""])[-1], get(c, "evidence")) for c in with_evidence)
+        / len(with_evidence)
+        if with_evidence
+        else None
     )
     out["unanswerable"] = len(absent)
     kept = [c for c in absent if get(c, "memories") and not empty(get(c, "memories")[-1])]

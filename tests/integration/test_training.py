@@ -157,7 +157,9 @@ def test_the_anchor_holds_the_memory_updates_that_are_not_taught(model_path: Pat
         kl[weight] = [trainer.sft_step().metrics["anchor_kl"] for _ in range(3)]
         assert all(torch.equal(p, start[n]) for n, p in trainer.anchor.named_parameters())  # it stays frozen
     print(kl)
-    assert kl[1e-3][0] == kl[10.0][0] == pytest.approx(0.0, abs=1e-5)  # the policy starts as the anchor
+    # The policy starts as the anchor: 0.0 in float32; in bfloat16 the two models' passes round apart (0.00029 on a
+    # 2-core AMX Xeon, 2026-12-07), against the 1.2 one taught step makes.
+    assert kl[1e-3][0] == kl[10.0][0] == pytest.approx(0.0, abs=1e-3)
     assert kl[1e-3][-1] > 0.01 and kl[10.0][-1] < kl[1e-3][-1] / 2  # the answers taught move the updates, unless held
 
 

@@ -76,7 +76,14 @@ def _case(kind: str, answers: tuple[str, ...], memories: list[str], answer: str,
 def test_rates_per_suite_in_the_summary_and_table():
     cases = [
         _case("law", ("Nevada",), ["Nevada law."], "Nevada"),  # correct, final memory held it
-        _case("law", ("Nevada",), ["Nevada law."], "Section 14"),  # answer-missed
+        # answer-missed; the memory keeps the evidence's sentence whole
+        _case(
+            "law",
+            ("Nevada",),
+            ["Nevada law governs this contract."],
+            "Section 14",
+            ("Recitals. Nevada law governs this contract.",),
+        ),
         _case("law", ("Nevada",), ["Nevada law.", "Affiliates."], "Affiliate"),  # overwritten
         _case("law", ("Nevada",), ["Affiliates."], "Affiliate"),  # never entered
         _case("absent", (NOT_IN_DOCUMENT,), ["The code is 7."], "7"),  # kept something
@@ -95,10 +102,19 @@ def test_rates_per_suite_in_the_summary_and_table():
     assert (s["never-entered"], s["overwritten"], s["answer-missed"]) == (0.25, 0.25, 0.25)
     assert s["final_held"] == 2 and s["answered_when_held"] == 0.5 and s["kept_something"] == 0.5
     assert s["sub_em"] == pytest.approx(2 / 6) and s["interval"][0] < 2 / 6 < s["interval"][1]
-    assert cases[1].memories == ("Nevada law.",)
+    assert cases[1].memories == ("Nevada law governs this contract.",)
+    assert (s["with_evidence"], s["evidence_kept"]) == (1, 1.0)
     row = suites_table({"contracts": s}).splitlines()[-1]
     assert row.startswith("| contracts | 6 | 33.3% (")
-    assert row.endswith("| 25.0% | 25.0% | 25.0% | 50.0% (of 2) | 50.0% (of 2) |")
+    assert row.endswith("| 25.0% | 25.0% | 25.0% | 50.0% (of 2) | 100.0% (of 1) | 50.0% (of 2) |")
+
+
+def test_evidence_kept_counts_a_clause_restated_or_its_key_sentence_kept_whole():
+    clause = "This Agreement shall commence on the Effective Date. It shall remain in force for five (5) years."
+    assert misses.evidence_kept("It shall remain in force for five (5) years.", [clause])  # one sentence, verbatim
+    assert misses.evidence_kept("Commences on the Effective Date, remains in force five years, agreement.", [clause])
+    assert not misses.evidence_kept("It shall remain in force.", [clause])  # too little of either
+    assert not misses.evidence_kept("Anything at all.", [])
 
 
 def test_balanced_accuracy_of_yes_no_questions():
