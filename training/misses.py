@@ -63,20 +63,31 @@ def _clause_in(memory: str, clause: str) -> bool:
 _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+")
 
 
+def _squeezed(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
 def evidence_kept(memory: str, evidence: Sequence[str]) -> bool:
-    """The memory keeps a marked evidence passage: half of a clause's content words (as a "Yes" clause is held),
-    or one of its sentences of four content words or more nearly whole (nine in ten of them): the extractive
-    memory keeps a long clause's key sentence verbatim. The capture targets of issue 51 count this, the gold aside
-    (an expiration date is computed from a kept term).
+    """The memory keeps the marked evidence: every short span (a title, each party, a date: under four content
+    words) word for word; or a clause by half its content words (as a "Yes" clause is held), or by one of its
+    sentences of four content words or more nearly whole (nine in ten of them), as the extractive memory keeps a
+    long clause's key sentence verbatim. The capture targets of issue 51 count this, the gold aside (an expiration
+    date is computed from a kept term).
 
     >>> evidence_kept("The term is five (5) years.", ["Recitals first. The term is five (5) years from signing."])
     True
+    >>> parties = ["Bruce Jenner", "CELEBRITY"]
+    >>> evidence_kept("Made by Bruce  Jenner (CELEBRITY).", parties), evidence_kept("Jenner (CELEBRITY).", parties)
+    (True, False)
     >>> evidence_kept("Payment is due within thirty days.", ["The term is five (5) years from signing."])
     False
     """
-    have = _content_words(memory)
+    have, squeezed = _content_words(memory), f" {_squeezed(memory)} "
+    short = [f" {_squeezed(e)} " for e in evidence if len(_content_words(e)) < 4 and _squeezed(e)]
+    if short and all(e in squeezed for e in short):
+        return True
     for clause in evidence:
-        if _clause_in(memory, clause):
+        if len(_content_words(clause)) >= 4 and _clause_in(memory, clause):
             return True
         for sentence in _SENTENCE_END.split(clause):
             wanted = _content_words(sentence)
