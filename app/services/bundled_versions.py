@@ -3,7 +3,8 @@
 
 Each row is built only when missing (by name), from files git keeps: the reader's model card names its
 adapter's sha256, the results index (training/results.jsonl) names the run that made it, its config and the
-evaluations that measured it. Nothing is hashed but the small config file, and only when a row is built.
+evaluations that measured it. The reader's rows are brought up to date when the shipped adapter or its evaluations
+change. Nothing is hashed but the small config file.
 Their chunk and memory sizes are None (the settings'), so LONGREAD_CHUNK_TOKENS and LONGREAD_MEMORY_TOKENS
 read as they did before these rows existed; the reader was trained at the settings' defaults (1024/128)."""
 
@@ -26,9 +27,9 @@ from training.results_index import INDEX, REPO, load_index
 
 #: The index lines the model card's "Measured" table cites: the reader's and the untrained model's evaluations
 #: (a newly shipped reader names its own here, with its card).
-READER_EVALS = "eval-anchor2-"
+READER_EVALS = "eval-answers7-rewriting-"
 BASE_EVALS = "eval-base1024-"
-EXTRACTIVE_EVALS = "eval-extractive3-"
+EXTRACTIVE_EVALS = "eval-extractive4-"
 #: the extractive reader's memory: sentences kept verbatim cost no writing, and at 256 tokens the evidence of 84% of
 #: dev contract questions reached the final memory against 79% at 128 (the probe), contracts answered 31/42
 #: against 25/42 read as uploads (docs/experiments/2026-12-06-first-mention-labels.md)
@@ -39,17 +40,22 @@ _CARD_SHA256 = re.compile(r"^\| sha256 \| `([0-9a-f]{64})`", re.MULTILINE)
 def seed_bundled(session: Session, settings: Settings) -> None:
     """Add the rows for the bundled model, the reader and the extractive reader (the reader's weights, its memory
     the best-scored sentences kept verbatim) that are missing; the extractive reader becomes active when it is
-    added while none is, and the settings' model is the reader (the same weights read)."""
+    added while none is, and the settings' model is the reader (the same weights read). Rows seeded before the
+    shipped adapter or scorer changed get the figures and lineage of what they now read with."""
     names = (BUNDLED, READER, EXTRACTIVE_READER)
     have = set(session.scalars(select(ModelVersion.name).where(ModelVersion.name.in_(names))))
-    _extractive_memory(session)
-    if have >= set(names):
-        return
     index = load_index(INDEX)
     run = _reader_run(index)
     config = load_config(REPO / run["config_file"])
     template_set = config.template_set  # the base too: the untrained model was measured with the same templates
     lineage = _lineage(run, config)  # the reader's weights, whichever memory reads with them
+    shipped = {
+        READER: _metrics(index, READER_EVALS, lineage),
+        EXTRACTIVE_READER: _metrics(index, EXTRACTIVE_EVALS, lineage),
+    }
+    _refresh_shipped(session, shipped)
+    if have >= set(names):
+        return
     try:
         with session.begin_nested():  # a second process seeding at the same moment: its rows stand
             if BUNDLED not in have:
@@ -61,16 +67,14 @@ def seed_bundled(session: Session, settings: Settings) -> None:
                     template_set=template_set,
                 )
             if READER not in have:
-                metrics = {"summary": _summary(index, READER_EVALS), "lineage": lineage}
-                register_version(session, READER, BUNDLED, READER_ADAPTER, metrics, template_set=template_set)
+                register_version(session, READER, BUNDLED, READER_ADAPTER, shipped[READER], template_set=template_set)
             if EXTRACTIVE_READER not in have:
-                metrics = {"summary": _summary(index, EXTRACTIVE_EVALS), "lineage": lineage}
                 extractive = register_version(
                     session,
                     EXTRACTIVE_READER,
                     BUNDLED,
                     READER_ADAPTER,
-                    metrics,
+                    shipped[EXTRACTIVE_READER],
                     template_set=template_set,
                     memory_policy="extractive",
                     memory_tokens=EXTRACTIVE_MEMORY_TOKENS,
@@ -81,14 +85,23 @@ def seed_bundled(session: Session, settings: Settings) -> None:
         pass
 
 
-def _extractive_memory(session: Session) -> None:
-    """The bundled extractive reader's memory size where it was seeded without one (before 2026-12-06, when it
-    read with the settings' 128 tokens and the first scorer), and the figures of the scorer it now reads with:
-    its readings so far keep the sizes they were read with."""
-    row = session.scalar(select(ModelVersion).where(ModelVersion.name == EXTRACTIVE_READER))
-    if row is not None and row.memory_tokens is None:
-        row.memory_tokens = EXTRACTIVE_MEMORY_TOKENS
-        row.metrics = {**(row.metrics or {}), "summary": _summary(load_index(INDEX), EXTRACTIVE_EVALS)}
+def _metrics(index: list[dict[str, Any]], prefix: str, lineage: dict[str, Any]) -> dict[str, Any]:
+    """A shipped version's figures (the index's evaluations named `prefix*`), where they come from, its lineage."""
+    return {"summary": _summary(index, prefix), "evals": prefix, "lineage": lineage}
+
+
+def _refresh_shipped(session: Session, shipped: dict[str, dict[str, Any]]) -> None:
+    """The reader's rows as this checkout ships them: an install seeded before the adapter (its sha256) or the
+    evaluations that measure it (a new scorer's) changed keeps its rows and readings, with the figures and lineage
+    of the weights it now reads with; the extractive reader seeded without a memory size (before 2026-12-06) gets
+    its 256 tokens. Its readings so far keep the sizes they were read with."""
+    for row in session.scalars(select(ModelVersion).where(ModelVersion.name.in_(list(shipped)))):
+        now = shipped[row.name]
+        seeded = row.metrics or {}
+        if (seeded.get("evals"), seeded.get("lineage")) != (now["evals"], now["lineage"]):
+            row.metrics = {**seeded, **now}
+        if row.name == EXTRACTIVE_READER and row.memory_tokens is None:
+            row.memory_tokens = EXTRACTIVE_MEMORY_TOKENS
 
 
 def _reader_run(index: list[dict[str, Any]]) -> dict[str, Any]:

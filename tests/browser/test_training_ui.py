@@ -171,7 +171,7 @@ def test_an_admin_trains_on_browser_feedback_watches_evaluates_and_promotes(page
     _text(page, "#runs-note", "No runs yet: choose data and start one", 30)
     _shot(page, "training-runs-empty.png")
     _tab(page, "Models")
-    registry = _text(page, "#models-table", "small-sft-anchor.toml (sha256:", 30)  # the reader's lineage
+    registry = _text(page, "#models-table", "small-sft-extractive-answers7.toml (sha256:", 30)  # the reader's lineage
     # Named as a newcomer tells them apart (the lineage keeps the stored names), metrics in words (issue 54).
     assert "no version: Longread reader (rewrites its memory)" in registry and registry.count("● active") == 1, registry
     assert re.search(r"Longread reader \(keeps sentences\)\s+● active", registry), registry  # from the first start

@@ -265,33 +265,37 @@ def test_the_bundled_model_and_the_reader_are_versions_from_the_first_start(fres
         "extractive",
         True,
     )
-    config = "training/configs/small-sft-anchor.toml"  # the run the card names, by its adapter's sha256
+    config = "training/configs/small-sft-extractive-answers7.toml"  # the run the card names, by its adapter's sha256
     sha256 = hashlib.sha256((Path(__file__).resolve().parents[2] / config).read_bytes()).hexdigest()
     assert reader["lineage"] == ["smollm2", f"{config} (sha256:{sha256})", "smollm2-reader"]
     assert base["lineage"] == ["smollm2"]
     card = (READER_ADAPTER / "MODEL_CARD.md").read_text(encoding="utf-8")
     assert f"`{reader['metrics']['lineage']['adapter_sha256']}`" in card
     assert {k: round(x, 3) for k, x in reader["key_metrics"].items() if k in ("2K", "8K", "32K", "Governing Law")} == {
-        "2K": 0.625,
+        "2K": 0.562,
         "8K": 1.0,
-        "32K": 0.75,
-        "Governing Law": 0.375,
+        "32K": 0.625,
+        "Governing Law": 0.125,
     }  # the card's "Measured" table
     assert base["key_metrics"]["2K"] == 0.4062 and base["key_metrics"]["Governing Law"] == 0.1
     # the reader reads with the settings' sizes, as the settings' model did before it was registered; the extractive
     # reader keeps a larger memory, which costs no writing
     assert (reader["chunk_tokens"], reader["memory_tokens"], reader["template_set"]) == (None, None, "chunk-first")
     assert (extractive["chunk_tokens"], extractive["memory_tokens"]) == (None, EXTRACTIVE_MEMORY_TOKENS) == (None, 256)
-    # an install seeded before the extractive reader had its own size gets it on its next start, with the figures
-    # of the scorer it now reads with
-    assert extractive["key_metrics"]["Governing Law"] == 0.625 and extractive["key_metrics"]["32K"] == 1.0
+    # An install seeded before the extractive reader had its own size, or before the shipped adapter or scorer
+    # changed, gets the size and the figures and lineage of what it now reads with on its next start.
+    assert extractive["key_metrics"]["Governing Law"] == 0.75 and extractive["key_metrics"]["32K"] == 1.0
     with session_scope(url) as s:
         row = s.get(ModelVersion, extractive["id"])
-        row.memory_tokens, row.metrics = None, {**row.metrics, "summary": []}
+        row.memory_tokens, row.metrics = None, {**row.metrics, "summary": [], "evals": "eval-extractive2-"}
+        old = s.get(ModelVersion, reader["id"])
+        old.metrics = {"summary": [], "lineage": {**old.metrics["lineage"], "adapter_sha256": "0" * 64}}
     migrate_db(fresh_settings)
     with session_scope(url) as s:
         again = mv.version_dict(s.get(ModelVersion, extractive["id"]))
+        reader_again = mv.version_dict(s.get(ModelVersion, reader["id"]))
     assert again["memory_tokens"] == 256 and again["key_metrics"] == extractive["key_metrics"]
+    assert reader_again["key_metrics"] == reader["key_metrics"] and reader_again["metrics"] == reader["metrics"]
 
     with session_scope(url) as s:
         mv.activate_version(s, base["id"])
