@@ -109,7 +109,10 @@ def test_rates_per_suite_in_the_summary_and_table():
     assert row.endswith("| 25.0% | 25.0% | 25.0% | 50.0% (of 2) | 100.0% (of 1) | 50.0% (of 2) |")
 
 
-def test_evidence_kept_counts_a_clause_restated_or_its_key_sentence_kept_whole():
+def test_evidence_kept_counts_every_short_span_or_a_clause_restated_or_its_key_sentence_kept_whole():
+    parties = ["Acme Corp.", "Beta LLC"]  # CUAD marks a title, each party, a date as short spans
+    assert misses.evidence_kept("Between ACME CORP. and Beta, LLC.", parties)
+    assert not misses.evidence_kept("Between Acme Corp. and its affiliates.", parties)  # every one of them
     clause = "This Agreement shall commence on the Effective Date. It shall remain in force for five (5) years."
     assert misses.evidence_kept("It shall remain in force for five (5) years.", [clause])  # one sentence, verbatim
     assert misses.evidence_kept("Commences on the Effective Date, remains in force five years, agreement.", [clause])
