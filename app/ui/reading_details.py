@@ -90,25 +90,26 @@ class ReadingDetails:
             return 0
 
     def _timeline_at(self, reading_id: int | None, n: int) -> dict:
-        """The timeline of a reading of `n` steps, at its last step; the slider spans every step."""
-        slider = self.panels.timeline.slider
+        """The timeline of a reading of `n` steps, at its last step and followed from there (follow_timeline); the
+        slider spans every step."""
+        t = self.panels.timeline
+        followed = {t.followed: [reading_id, n, True]}
         if n == 0:
-            return {slider: gr.update(minimum=0, maximum=1, value=0, interactive=False)} | self._no_step()
-        return {slider: gr.update(minimum=1, maximum=max(n, 2), value=n, interactive=n > 1)} | self.show_step(
-            reading_id, n
-        )
+            return followed | {t.slider: gr.update(minimum=0, maximum=1, value=0, interactive=False)} | self._no_step()
+        shown = {t.slider: gr.update(minimum=1, maximum=max(n, 2), value=n, interactive=n > 1)}
+        return followed | shown | self.show_step(reading_id, n)
 
     def load_timeline(self, reading_id: int | None) -> dict:
-        """The open reading's timeline, at its last step, followed from there (follow_timeline)."""
-        n = self._steps(reading_id)
-        return {self.panels.timeline.followed: [reading_id, n, True]} | self._timeline_at(reading_id, n)
+        """The open reading's timeline, at its last step."""
+        return self._timeline_at(reading_id, self._steps(reading_id))
 
     def reopen_timeline(self, reading_id: int | None, followed: list | None) -> dict:
         """Opening the timeline again: loaded only if it does not show the open reading's steps yet. A reload
         here answered after the person's first arrow key and put the slider back on the last step."""
-        if followed and followed[0] == reading_id and followed[1] == self._steps(reading_id):
+        n = self._steps(reading_id)
+        if followed and list(followed[:2]) == [reading_id, n]:
             return gr.skip()
-        return self.load_timeline(reading_id)
+        return self._timeline_at(reading_id, n)
 
     def follow_timeline(self, reading_id: int | None, followed: list | None) -> dict:
         """The timeline follows the open reading as it reads and once it finishes (a branch included): new steps
@@ -124,7 +125,7 @@ class ReadingDetails:
             return gr.skip()
         if not followed[2]:  # looking at a step of their choice: leave it there
             return {t.followed: [reading_id, n, False], t.slider: gr.update(maximum=max(n, 2), interactive=n > 1)}
-        return {t.followed: [reading_id, n, True]} | self._timeline_at(reading_id, n)
+        return self._timeline_at(reading_id, n)
 
     def stop_following(self, followed: list | None) -> list | None:
         """The person moved the slider: the timeline stays where they put it while the reading goes on."""
