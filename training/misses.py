@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from inference.agent import holds_nothing
+from inference.capture import document_spans
 from inference.contract_review import normalize
 from inference.templates import NO_MEMORY, NOT_IN_DOCUMENT
 from training.verifier import is_yes_no, mentions
@@ -60,9 +61,6 @@ def _clause_in(memory: str, clause: str) -> bool:
     return len(wanted) >= 3 and len(wanted & _content_words(memory)) >= len(wanted) / 2
 
 
-_SENTENCE_END = re.compile(r"(?<=[.;!?])\s+")
-
-
 def _squeezed(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
@@ -89,8 +87,8 @@ def evidence_kept(memory: str, evidence: Sequence[str]) -> bool:
     for clause in evidence:
         if len(_content_words(clause)) >= 4 and _clause_in(memory, clause):
             return True
-        for sentence in _SENTENCE_END.split(clause):
-            wanted = _content_words(sentence)
+        for a, b in document_spans(clause):  # split as the extractive memory splits a chunk
+            wanted = _content_words(clause[a:b])
             if len(wanted) >= 4 and len(wanted & have) >= 0.9 * len(wanted):
                 return True
     return False
