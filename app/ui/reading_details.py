@@ -163,10 +163,16 @@ class ReadingDetails:
         }
 
     def refresh_compare_choices(self, reading_id: int | None) -> dict:
-        """Opening the panel: the choices as they are now, and nothing else. A refresh that also reset the choice
-        could answer after the person chose and undo it."""
+        """Opening the panel: the choices and this reading's side as they are now (it may have finished since), not
+        the other side. A refresh that also reset the choice could answer after the person chose and undo it."""
+        c = self.panels.compare
         r = self.look.reading(reading_id)
-        return gr.skip() if r is None else {self.panels.compare.other: gr.update(choices=self._others(r))}
+        if r is None:
+            return gr.skip()
+        return {
+            c.other: gr.update(choices=self._others(r)),
+            c.left: gr.update(value=compare_text(r), label=f"This reading (#{r.id})"),
+        }
 
     def on_compare(self, reading_id: int | None, other_id: int | None) -> dict:
         c = self.panels.compare
@@ -299,7 +305,7 @@ class ReadingDetails:
         timer.tick(self.on_branches_refresh, [reading_id, b.table], branch_view, **HIDDEN)
         compare_view = [c.other, c.left, c.right]
         reading_id.change(self.compare_choices, reading_id, compare_view, **HIDDEN)
-        c.box.expand(self.refresh_compare_choices, reading_id, c.other, **HIDDEN)
+        c.box.expand(self.refresh_compare_choices, reading_id, [c.other, c.left], **HIDDEN)
         c.other.input(self.on_compare, [reading_id, c.other], [c.left, c.right], **HIDDEN)
         f.save.click(self.on_feedback, [reading_id, *f.form], [f.given, *f.form], **HIDDEN)
 

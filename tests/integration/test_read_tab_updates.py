@@ -77,9 +77,10 @@ def test_every_read_tab_handler_updates_only_its_events_outputs(settings, handle
     assert call("reopen_timeline", reading_id, [reading_id, steps, False]) == gr.skip()
     assert call("reopen_timeline", reading_id, [reading_id - 1, steps, True]) != gr.skip()
     call("reopen_timeline", None, None)
-    # The provenance and compare panels opened again refresh their rows and choices, never what was chosen.
+    # The provenance and compare panels opened again refresh their rows, choices and this reading's side, never what
+    # was chosen.
     compare = handlers.events["compare_choices"][0][0].__self__.panels.compare
-    assert set(call("refresh_compare_choices", reading_id)) == {compare.other}
+    assert set(call("refresh_compare_choices", reading_id)) == {compare.other, compare.left}  # not the other side
     assert call("refresh_compare_choices", None) == gr.skip()
     assert call("refresh_provenance", None) == gr.skip() and len(call("refresh_provenance", reading_id)) == 2
     call("follow_timeline", reading_id, None)
