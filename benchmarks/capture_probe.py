@@ -1,8 +1,9 @@
 """The capture probe (issue 51, item 2): does the evidence reach the final memory? No answer step.
 
 Every question of the dev split streams its document through the app's chunking (1024 tokens, the shipped
-`chunk_tokens`) and an extractive memory policy (inference/capture.py): each chunk's sentences are scored for
-the question, the memory keeps the best within `memory_tokens`. Reported per suite and group, with n and 95%
+`chunk_tokens`, ending between sentences as the extractive reader's do) and an extractive memory policy
+(inference/capture.py): each chunk's sentences are scored for the question, the memory keeps the best within
+`memory_tokens`. Reported per suite and group, with n and 95%
 Wilson intervals, at each memory budget:
 
 - `held`: the final memory holds the gold as `training.misses.holds` judges a reader's memory (the gold named,
@@ -76,7 +77,7 @@ def read_document(doc: Any, tok: Any, scorer: Any, chunk_tokens: int, max_questi
     from inference.chunking import split_into_chunks
 
     text, tasks = doc.text, doc.tasks[:max_questions]
-    chunks = split_into_chunks(text, tok, chunk_tokens)
+    chunks = split_into_chunks(text, tok, chunk_tokens, whole_sentences=True)  # the extractive reader's chunks
     spans = document_spans(text)
     if hasattr(scorer, "start_document"):
         scorer.start_document()

@@ -48,6 +48,11 @@ class AgentConfig:
         if self.memory_policy not in MEMORY_POLICIES:
             raise ValueError(f"unknown memory policy {self.memory_policy!r}; choose from {', '.join(MEMORY_POLICIES)}")
 
+    @property
+    def whole_sentences(self) -> bool:
+        """Whether chunks end between sentences: a memory of verbatim sentences must not keep a cut one."""
+        return self.memory_policy == "extractive"
+
     @classmethod
     def of(cls, source: Any) -> AgentConfig:
         """The sizes, template set and memory policy of anything that carries them: a reading, a training config,
@@ -199,7 +204,9 @@ class MemoryAgent:
         self.scorer = scorer
 
     def chunks(self, text: str) -> list[Chunk]:
-        return split_into_chunks(text, self.engine.tokenizer, self.config.chunk_tokens, self.shift_tokens)
+        return split_into_chunks(
+            text, self.engine.tokenizer, self.config.chunk_tokens, self.shift_tokens, self.config.whole_sentences
+        )
 
     def update_messages(self, items: Sequence[tuple[str, str | None, str]]) -> list[str]:
         return [

@@ -161,9 +161,12 @@ def _claim(
             heartbeat.hold(reading_id)
             r = s.get(Reading, reading_id)
             log.info("claimed reading %d at chunk %d (attempt %d)", r.id, r.cursor + 1, r.attempts)
-            key = (r.document_id, r.chunk_tokens, version_id)
+            config = _agent_config(r)
+            key = (r.document_id, r.chunk_tokens, version_id, config.whole_sentences)
             if key not in chunk_cache:
-                chunk_cache[key] = split_into_chunks(r.document.text or "", engine.tokenizer, r.chunk_tokens)
+                chunk_cache[key] = split_into_chunks(
+                    r.document.text or "", engine.tokenizer, r.chunk_tokens, whole_sentences=config.whole_sentences
+                )
             r.total_chunks = len(chunk_cache[key])
             r.started_at = r.started_at or now
             # The memory to read on from: the last step, a branch's edited one included (Reading.timeline).
@@ -172,7 +175,7 @@ def _claim(
             claimed.append(
                 _Live(
                     r.id,
-                    _agent_config(r),
+                    config,
                     version_id,
                     engine,
                     r.question,

@@ -14,6 +14,7 @@ from app.services.documents import ingest
 from app.services.readings import ReadingError, create_readings, get_reading
 from app.services.runner import run_readings
 from app.settings import Settings
+from inference.capture import document_spans
 from tests.fakes import FakeEngine
 
 pytestmark = pytest.mark.integration
@@ -171,4 +172,6 @@ def test_an_extractive_version_reads_by_keeping_sentences_and_asks_the_model_onl
         assert r.checkpoints[-1].memory == law == r.answer
         for c in r.checkpoints:
             assert c.memory == "No relevant information yet." or all(line in CONTRACT for line in c.memory.splitlines())
+        edges = [c.end_char for c in r.checkpoints[:-1]]  # its chunks end between sentences: none is kept cut
+        assert edges and not [(a, b) for a, b in document_spans(CONTRACT) if any(a < e < b for e in edges)]
     assert len(engine.calls) == 1  # the answer: no memory was generated
