@@ -31,12 +31,14 @@ def token_starts(text: str, tokenizer: Any) -> list[int]:
 
 def sentence_firsts(text: str, starts: list[int], chunk_tokens: int, shift: int) -> list[int]:
     """The first token of each chunk of whole sentences: a chunk ends where the last sentence that starts within
-    `chunk_tokens` of its first token starts (the first chunk ends by `shift` when there is one); only a sentence
-    with no other start in the chunk (longer than a chunk) is cut at the chunk's size.
+    `chunk_tokens` of its first token starts (the first chunk by `shift` when there is one, or at the first start
+    after it); only a sentence longer than a chunk is cut, at the chunk's size.
 
     >>> text = "One two. Three four five. Six."
     >>> starts = [0, 4, 9, 15, 20, 26]  # a token a word
     >>> sentence_firsts(text, starts, 3, 0)  # tokens 0-2 would cut "Three four five." after "Three"
+    [0, 2, 5]
+    >>> sentence_firsts(text, starts, 3, 1)  # a first chunk of one token would cut "One two."
     [0, 2, 5]
     """
     from inference.capture import document_spans  # the sentences the extractive memory keeps, pieces included
@@ -48,8 +50,14 @@ def sentence_firsts(text: str, starts: list[int], chunk_tokens: int, shift: int)
     end = shift or chunk_tokens
     while end < n:
         i = bisect_right(opens, end) - 1
-        firsts.append(opens[i] if i >= 0 and opens[i] > firsts[-1] else end)
-        end = firsts[-1] + chunk_tokens
+        if i >= 0 and opens[i] > firsts[-1]:
+            cut = opens[i]
+        else:  # no sentence starts in it: it ends at the next start where it can hold it (a shifted first chunk)
+            cut = min(opens[i + 1] if i + 1 < len(opens) else n, firsts[-1] + chunk_tokens)
+        if cut >= n:
+            break
+        firsts.append(cut)
+        end = cut + chunk_tokens
     return firsts
 
 
