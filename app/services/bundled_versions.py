@@ -29,7 +29,7 @@ from training.results_index import INDEX, REPO, load_index
 #: (a newly shipped reader names its own here, with its card).
 READER_EVALS = "eval-answers7-rewriting-"
 BASE_EVALS = "eval-base1024-"
-EXTRACTIVE_EVALS = "eval-extractive4-"
+EXTRACTIVE_EVALS = "eval-extractive5-"
 #: the extractive reader's memory: sentences kept verbatim cost no writing, and at 256 tokens the evidence of 84% of
 #: dev contract questions reached the final memory against 79% at 128 (the probe), contracts answered 31/42
 #: against 25/42 read as uploads (docs/experiments/2026-12-06-first-mention-labels.md)
