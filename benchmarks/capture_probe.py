@@ -3,8 +3,7 @@
 Every question of the dev split streams its document through the app's chunking (1024 tokens, the shipped
 `chunk_tokens`, ending between sentences as the extractive reader's do) and an extractive memory policy
 (inference/capture.py): each chunk's sentences are scored for the question, the memory keeps the best within
-`memory_tokens`. Reported per suite and group, with n and 95%
-Wilson intervals, at each memory budget:
+`memory_tokens`. Reported per suite and group, with n and 95% Wilson intervals, at each memory budget:
 
 - `held`: the final memory holds the gold as `training.misses.holds` judges a reader's memory (the gold named,
   dates by meaning; a "Yes" clause: half the content words of a marked clause) — the reader's "never entered"
