@@ -37,7 +37,9 @@ $(VLLM_STAMP):
 	$(VLLM_PY) -c "import vllm.entrypoints.openai.api_server"
 	touch $@
 
-run: install vllm
+# The app on the embedded defaults; the two virtualenvs install side by side, as for `make test`.
+run:
+	$(MAKE) -j2 install vllm
 	$(VENV)/bin/longread serve
 
 chromium:
