@@ -10,6 +10,8 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
+from inference.capture import document_spans  # the sentences the extractive memory keeps, long ones cut
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -41,8 +43,6 @@ def sentence_firsts(text: str, starts: list[int], chunk_tokens: int, shift: int)
     >>> sentence_firsts(text, starts, 3, 1)  # a first chunk of one token would cut "One two."
     [0, 2, 5]
     """
-    from inference.capture import document_spans  # the sentences the extractive memory keeps, pieces included
-
     n = len(starts)
     # the token a sentence opens with: the last one that starts at or before its first character
     opens = sorted({bisect_right(starts, a) - 1 for a, _ in document_spans(text)})
