@@ -158,7 +158,7 @@ class ReadingDetails:
             }
         return {
             c.other: gr.update(choices=self._others(r), value=None),
-            c.left: gr.update(value=compare_text(r), label=f"This reading (#{r.id})"),
+            c.left: _this_side(r),
             c.right: gr.update(value="", label="The other reading"),
         }
 
@@ -171,7 +171,7 @@ class ReadingDetails:
             return gr.skip()
         return {
             c.other: gr.update(choices=self._others(r)),
-            c.left: gr.update(value=compare_text(r), label=f"This reading (#{r.id})"),
+            c.left: _this_side(r),
         }
 
     def on_compare(self, reading_id: int | None, other_id: int | None) -> dict:
@@ -181,7 +181,7 @@ class ReadingDetails:
         if other is None:
             return {c.right: gr.update(value="", label="The other reading")}
         return {
-            c.left: gr.update(value=compare_text(this), label=f"This reading (#{this.id})"),
+            c.left: _this_side(this),
             c.right: gr.update(value=compare_text(other), label=f"The other reading (#{other.id})"),
         }
 
@@ -313,3 +313,8 @@ class ReadingDetails:
 def build_reading_details(settings: Settings, me: Callable[[], UserView | None]) -> ReadingDetails:
     """The details' panels, in the current layout context, and their handlers."""
     return ReadingDetails(settings, me, build_details_panels())
+
+
+def _this_side(r: ReadingView) -> dict:
+    """The compare panel's left side: the open reading's answer and memory."""
+    return gr.update(value=compare_text(r), label=f"This reading (#{r.id})")
