@@ -36,6 +36,7 @@ from app.services.reading_config import reading_config
 from app.services.users import UserView, can_see, local_admin, resolve_actor
 from app.services.views import DocumentView, EstimateView, PageView
 from app.settings import Settings
+from inference.agent import AgentConfig
 
 
 class UploadError(ValueError):
@@ -371,10 +372,19 @@ def estimate_reading(
     config = reading_config(settings, version)
     chunk, memory = config.chunk_tokens, config.memory_tokens
     chunks = max(1, math.ceil((token_count or 0) / chunk)) if token_count else 0
+    whole = AgentConfig.of(config).whole_sentences  # then a few more than this
     engine = version_engine(settings, version)
     speed = ENGINE_SPEEDS.get(engine)
     if speed is None:
-        return EstimateView(chunks, None, engine, chunk, memory, "no speed figure for this engine yet")
+        return EstimateView(
+            chunks,
+            None,
+            engine,
+            chunk,
+            memory,
+            "no speed figure for this engine yet",
+            whole_sentences=whole,
+        )
     updates = 0 if config.memory_policy == "extractive" else chunks
     prompts = updates * (chunk + memory + PROMPT_OVERHEAD_TOKENS) + (memory + PROMPT_OVERHEAD_TOKENS if chunks else 0)
     written = updates * memory + (config.answer_tokens if chunks else 0)
@@ -392,6 +402,7 @@ def estimate_reading(
         shared_s=round(decode if shared else 0.0, 3),
         shared_by=speed.shared_decode_by or 1,
         start_s=start_seconds(speed, h),
+        whole_sentences=whole,
     )
 
 

@@ -203,6 +203,10 @@ class EstimateView:
     ahead_s: Annotated[
         float | None, Field(description="about how long those take, read as the passes they are in (None: unknown)")
     ] = None
+    #: chunks end between sentences (the extractive memory): `chunks` is then the least there are, a few more read
+    whole_sentences: Annotated[
+        bool, Field(description="chunks end between sentences, so a reading has a few more than `chunks`")
+    ] = False
 
     def pass_seconds(self, questions: int) -> float | None:
         """Seconds for `questions` read together in one pass, the model up."""

@@ -27,7 +27,13 @@ def describe_document(d: DocumentView) -> str:
     )
     e = d.estimate
     if e is not None and e.chunks:
-        chunks = f"{e.chunks:,} chunk{'s' if e.chunks != 1 else ''} of {e.chunk_tokens} tokens"
+        n = f"{e.chunks:,} chunk{'s' if e.chunks != 1 else ''}"
+        # chunks that end between sentences are a few more than the tokens' count, each at most that size
+        chunks = (
+            f"about {n} of up to {e.chunk_tokens} tokens, each ending between sentences,"
+            if e.whole_sentences
+            else f"{n} of {e.chunk_tokens} tokens"
+        )
         how_long = "no speed figure for it yet" if e.seconds is None else "beside the questions: how long they take"
         line += f"  \nA question reads {chunks} on {text_md(e.engine)} ({how_long})."
     return line

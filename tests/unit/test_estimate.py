@@ -10,9 +10,25 @@ import pytest
 from app.models import ModelVersion
 from app.services.documents import ENGINE_SPEEDS, EXTRACT_S_PER_CHUNK, estimate_reading
 from app.services.health import Health
+from app.services.views import DocumentView
 from app.settings import Settings
-from app.ui.read_views import asked_questions, describe_pass
+from app.ui.read_views import asked_questions, describe_document, describe_pass
 from app.ui.text import fmt_seconds
+
+DOC = dict(
+    id=1,
+    title="book.txt",
+    filename="book.txt",
+    format="txt",
+    status="ready",
+    error=None,
+    size_bytes=1,
+    pages=1,
+    page_unit="section",
+    char_count=1,
+    token_count=409_600,
+    created_at=None,
+)
 
 
 def test_the_estimate_is_for_the_versions_engine(tmp_path):
@@ -40,6 +56,13 @@ def test_an_extractive_version_is_estimated_without_writing_a_memory_per_chunk(t
     assert long.chunks == 100 * short.chunks
     assert long.seconds - short.seconds == pytest.approx((long.chunks - short.chunks) * EXTRACT_S_PER_CHUNK, abs=0.1)
     assert estimate_reading(409_600, settings, written).seconds > 50 * long.seconds
+    # its chunks end between sentences, so a few more than the tokens' count: the line says so
+    assert long.whole_sentences and not estimate_reading(409_600, settings, written).whole_sentences
+    line = describe_document(DocumentView(**{**DOC, "estimate": long}))
+    n, size = f"{long.chunks:,}", long.chunk_tokens
+    assert f"reads about {n} chunks of up to {size} tokens, each ending between sentences, on " in line
+    plain = describe_document(DocumentView(**{**DOC, "estimate": estimate_reading(409_600, settings, written)}))
+    assert f"reads {n} chunks of {size} tokens on " in plain
 
 
 def _health(state: str, starting_for_s: float | None = None) -> Health:
