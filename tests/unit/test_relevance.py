@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from inference.agent import KEEP_MARGIN, KEEP_THRESHOLD, OPEN_KEEP_THRESHOLD, AgentConfig, MemoryAgent
-from inference.capture import LexicalScorer
+from inference.capture import LexicalScorer, document_spans
 from inference.relevance import SIZE, Question, RelevanceScorer, SentenceHalf, document_words, features
 from inference.templates import NO_EVIDENCE_MEMORY, NOT_IN_DOCUMENT_NO
 from tests.fakes import FakeEngine
@@ -51,6 +51,22 @@ def test_a_word_in_every_sentence_of_the_document_weighs_less_than_a_rare_one():
     assert rare[-1] > common[-1] > 0
     _, flat = features(Question("Which pension did Lucy like?"), SentenceHalf("Lucy ran home."))
     assert flat[-1] == flat[-2]  # without a document every word weighs the same
+
+
+def test_scoring_a_chunk_sums_the_weights_of_each_pairs_features():
+    """The scorer sums every sentence's weights in a few array operations; training sees `features` a pair at a
+    time: both must give the same score, with the shipped weights, for every sentence and question."""
+    scorer = RelevanceScorer.shipped()
+    sentences = [CONTRACT[a:b] for a, b in document_spans(CONTRACT)] + ["", "Ohio"]
+    questions = [LAW, "Is there a non-compete clause?", "Who are the parties?", "the"]
+    words = document_words(CONTRACT)
+    pairwise = [
+        [float(scorer.weights[i] @ v) for i, v in (features(Question(q, words), SentenceHalf(s)) for s in sentences)]
+        for q in questions
+    ]
+    assert len({round(x, 3) for row in pairwise for x in row}) > 10  # the scores differ: a real check
+    assert scorer.score(sentences, questions, CONTRACT) == [pytest.approx(row, abs=1e-5) for row in pairwise]
+    assert scorer.score([], questions, CONTRACT) == [[] for _ in questions]
 
 
 def test_a_few_contracts_teach_the_governing_law_clause_over_its_look_alikes(tmp_path):
