@@ -1,16 +1,17 @@
-"""The whole suite (`make test`, CI): first the few tests that race processes against the clock, alone; then two
-pytest processes at once: the tests that run a model or drive the browser, in order as one pytest run, and the
-rest beside them at a lower CPU priority.
+"""The whole suite (`make test`, CI): first the few tests that race processes against the clock, alone; then three
+pytest processes at once: the tests that run a model or drive the browser, in order as one pytest run; beside them,
+niced, the model tests that mostly wait on other processes; and the rest, niced more.
 
-Why two and why niced: the model and browser tests leave a 2-core machine's CPU idle for long stretches (a page
-polled, a server starting, a worker between steps), while the rest is plain Python that can fill those gaps. At
-nice 10 the rest gets a core only when the model side leaves one: the model side's waits, with their real-time
-limits, run about as fast as alone (two equal workers once made a vLLM chunk take 80 s, docs/testing.md).
-The parts split the suite by marker (`timing`; `model or browser` but not timing; neither), so no test is left
-out or run twice. Each part has its own PostgreSQL database (tests/conftest.py); only the model side
-uses Redis.
+Why three and why niced: the model and browser tests leave a 2-core machine's CPU idle for long stretches (a page
+polled, a server starting, a worker between steps), and so do the tests marked `waits` (a worker killed and
+started again, a server stopping, a training worker's tiny run on one thread: under one core busy on average,
+docs/testing.md), while the rest is plain Python. Both fill those gaps. At nice 5 and 10 they get a core only when
+the model side leaves one: the model side's waits, with their real-time limits, run about as fast as alone (two
+equal workers once made a vLLM chunk take 80 s, docs/testing.md). The parts split the suite by marker (`timing`;
+`waits`; `model or browser`; none of them), so no test is left out or run twice. Each part has its own PostgreSQL
+database (tests/conftest.py); only the `waits` part uses the machine's Redis.
 
-    .venv/bin/python -m tests.suite            # the whole suite; extra arguments go to both pytest runs
+    .venv/bin/python -m tests.suite            # the whole suite; extra arguments go to every pytest run
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ import pytest
 from inference.vllm_server import cpu_flags
 
 MODELS = "model or browser"
-#: the rest's niceness: ~10% of a busy core's share against the model side's nice 0 (CFS weights 110 : 1024)
+#: the waiting model tests' niceness: a quarter of a busy core's share against the model side's (CFS weights
+#: 335 : 1024), the rest's a tenth (110 : 1024)
+WAITS_NICE = 5
 REST_NICE = 10
 #: the suite's wall-time budget (docs/testing.md): CI stops at 90 minutes with the install, on either kind of
 #: 2-core machine; issue 52 set these: half of what the suite took in 2026-12 (AVX2: 45 min with a ~450 s install)
@@ -47,8 +50,9 @@ class Part:
 #: points left a process past their 20 s wait with the rest beside them, niced or not)
 ALONE = Part("against the clock", "timing", 0)
 PARTS = (
-    Part("models and browser", f"({MODELS}) and not timing", 0),
-    Part("the rest", f"not ({MODELS} or timing)", REST_NICE),
+    Part("models and browser", f"({MODELS}) and not (timing or waits)", 0),
+    Part("model tests that wait", "waits and not timing", WAITS_NICE),
+    Part("the rest", f"not ({MODELS} or timing or waits)", REST_NICE),
 )
 
 
@@ -86,10 +90,11 @@ def main(args: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="longread-suite-") as folder:
         logs = [Path(folder) / f"part{i}.log" for i in range(len(PARTS))]
         procs = []
-        print(f"===== {PARTS[0].name} (-m '{PARTS[0].marker}'), with {PARTS[1].name} beside it =====", flush=True)
+        beside = " and ".join(p.name for p in PARTS[1:])
+        print(f"===== {PARTS[0].name} (-m '{PARTS[0].marker}'), with {beside} beside it =====", flush=True)
         try:
             for part, log in zip(PARTS, logs, strict=True):
-                # The first part prints as it goes; the other's output follows when both are done.
+                # The first part prints as it goes; the others' output follows when all are done.
                 out = None if part is PARTS[0] else log.open("wb")
                 command = [*PYTEST, "-m", part.marker, *args]
                 niced = lambda n=part.nice: os.nice(n)  # noqa: E731 - run in the child before pytest starts

@@ -26,7 +26,7 @@ from inference.vllm_server import free_port
 from tests.conftest import ARTIFACTS, LIGHTHOUSE, MODEL_CACHE
 from tests.fakes import activate_version_named
 
-pytestmark = [pytest.mark.integration, pytest.mark.model]
+pytestmark = [pytest.mark.integration, pytest.mark.model, pytest.mark.waits]  # tests/suite.py: beside the model side
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -319,6 +319,7 @@ def _resumed_steps(log: str) -> list[tuple[int, int]]:
 
 
 @pytest.mark.model
+@pytest.mark.waits
 def test_a_run_is_trained_evaluated_and_promoted_by_a_training_worker(tmp_path, own_postgres_url):
     s = _settings(tmp_path, own_postgres_url)
     _judged(s)
@@ -421,6 +422,7 @@ def test_a_run_is_trained_evaluated_and_promoted_by_a_training_worker(tmp_path, 
 
 
 @pytest.mark.model
+@pytest.mark.waits
 def test_a_cancelled_run_keeps_its_checkpoint_and_resumes_from_it(tmp_path, own_postgres_url):
     s = _settings(tmp_path, own_postgres_url)
     run = training_runs.start_run(s, SYNTHETIC, RunParams(sft_steps=4, rl_steps=0, **TINY))
@@ -457,6 +459,7 @@ def test_a_cancelled_run_keeps_its_checkpoint_and_resumes_from_it(tmp_path, own_
 
 
 @pytest.mark.model
+@pytest.mark.waits
 def test_a_run_whose_worker_is_killed_goes_on_from_its_checkpoint(tmp_path, own_postgres_url):
     s = _settings(tmp_path, own_postgres_url)
     run = training_runs.start_run(s, SYNTHETIC, RunParams(sft_steps=3, rl_steps=0, **TINY))

@@ -18,7 +18,7 @@ from inference.vllm_server import group_pids, proc_stat
 from tests.conftest import MODEL_CACHE
 from tests.integration.conftest import REPO_ROOT, VLLM_PYTHON
 
-pytestmark = [pytest.mark.integration, pytest.mark.model]
+pytestmark = [pytest.mark.integration, pytest.mark.model, pytest.mark.waits]  # tests/suite.py: beside the model side
 
 
 def _children(pid: int) -> list[int]:

@@ -22,7 +22,7 @@ from app.settings import Settings
 from tests.conftest import LIGHTHOUSE, MODEL_CACHE
 from tests.processes import WorkerGroup, wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.model]
+pytestmark = [pytest.mark.integration, pytest.mark.model, pytest.mark.waits]  # tests/suite.py: beside the model side
 
 STORY = LIGHTHOUSE * 3
 
