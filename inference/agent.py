@@ -291,19 +291,31 @@ class MemoryAgent:
         the answer step sees, so the date was made up. The shipped reader answered "12/15/18" to 6 of 42
         dev contract questions, each time with no date in its memory; the rule changed 9 answers there and 8
         held out, none of them right (docs/experiments/2026-12-03-invented-dates.md)."""
-        empty = [holds_nothing(memory) for _, memory in items]
-        asked = [item for item, nothing in zip(items, empty) if not nothing]
+        decided = [self._decided(question, memory) for question, memory in items]
+        asked = [item for item, known in zip(items, decided) if known is None]
         completions = iter(
             self.engine.generate(self.final_messages(asked), self.config.answer_tokens, temperature) if asked else []
         )
         answers = []
-        for (question, memory), nothing in zip(items, empty):
-            silent = NOT_IN_DOCUMENT_NO if asks_yes_or_no(question) else NOT_IN_DOCUMENT
-            c = Completion(f"\\boxed{{{silent}}}", 0, 0) if nothing else next(completions)
+        for (question, memory), known in zip(items, decided):
+            c = Completion(f"\\boxed{{{known}}}", 0, 0) if known is not None else next(completions)
             boxed = extract_boxed(c.text)
             text = boxed if boxed is not None else c.text.strip()
+            silent = NOT_IN_DOCUMENT_NO if asks_yes_or_no(question) else NOT_IN_DOCUMENT
             answers.append(Answer(silent if dates_not_in(text, memory or "") else text, c.text, c))
         return answers
+
+    def _decided(self, question: str, memory: str | None) -> str | None:
+        """The answer a final memory gives without the model, or None. Nothing kept: the document does not say
+        (for a yes/no question, "No"). Under the extractive policy a yes/no question's memory holds only
+        sentences that scored above the keep bar, so a kept sentence is its "Yes": the answer step said "Yes"
+        to all 103 dev clause questions whose memory kept one (docs/experiments/2026-12-07-yes-by-capture.md),
+        and a review's 33 yes/no questions then need no answer call."""
+        if holds_nothing(memory):
+            return NOT_IN_DOCUMENT_NO if asks_yes_or_no(question) else NOT_IN_DOCUMENT
+        if self.config.memory_policy == "extractive" and asks_yes_or_no(question):
+            return "Yes"
+        return None
 
     def read_batch(self, items: Sequence[tuple[str, str]], temperature: float = 0.0) -> list[Trajectory]:
         """Read many (problem, document text) pairs in lockstep, whatever their lengths: step k is one

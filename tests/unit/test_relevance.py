@@ -125,6 +125,23 @@ def test_the_extractive_memory_keeps_scored_sentences_verbatim_and_generates_not
     assert answer.answer == NOT_IN_DOCUMENT_NO and engine.calls == []
 
 
+def test_a_kept_clause_is_the_extractive_readers_yes_and_only_other_questions_ask_the_model(tokenizer):
+    """Under the extractive policy a yes/no question's memory holds only sentences above the keep bar: a kept one
+    answers "Yes" without the model, as an empty memory answers "No". An open question is still answered by the
+    model, and so is a yes/no question under the generative policy, whose memory the model wrote."""
+    engine = FakeEngine(tokenizer, lambda m: "\\boxed{Ohio}")
+    sizes = dict(chunk_tokens=40, memory_tokens=64, answer_tokens=16, template_set="memagent")
+    extractive = MemoryAgent(engine, AgentConfig(**sizes, memory_policy="extractive"), scorer=_WordScorer("Ohio"))
+    clause = "Is there a governing law clause? Answer yes or no."
+    kept = "This Agreement shall be governed by the laws of the State of Ohio."
+    (yes, law) = extractive.answer([(clause, kept), (LAW, kept)])
+    assert yes.answer == "Yes" and yes.completion.completion_tokens == 0
+    assert law.answer == "Ohio" and [len(messages) for messages, _ in engine.calls] == [1]  # only the open question
+    assert LAW in engine.calls[0][0][0]
+    (asked,) = MemoryAgent(engine, AgentConfig(**sizes)).answer([(clause, kept)])
+    assert asked.answer == "Ohio" and len(engine.calls) == 2  # the generative reader's memory is the model's
+
+
 def test_the_extractive_memory_stays_within_its_budget_best_first(tokenizer):
     lines = [f"Clause {i}: the laws of Ohio apply to part {i} of the work done here." for i in range(12)]
     engine = FakeEngine(tokenizer, lambda m: "")
