@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import case, func, select, update
+from sqlalchemy import case, func, select, tuple_, update
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -367,64 +367,72 @@ def _step(url: str, agent: MemoryAgent, group: list[_Live]) -> set[int]:
         started = time.monotonic()
         items = [(x.question, x.memory, x.chunks[x.cursor].text(x.text)) for x in reading]
         completions = agent.update(items, documents=[x.text for x in reading])
-        seconds = time.monotonic() - started
-        for x, c in zip(reading, completions):
-            if not _commit_step(url, x, c, seconds):
-                gone.add(x.id)
+        gone |= _commit_steps(url, list(zip(reading, completions)), time.monotonic() - started)
     finishing = [x for x in group if x.cursor >= len(x.chunks) and x.id not in gone]
     if finishing:
         answers = agent.answer([(x.question, x.memory) for x in finishing])
-        for x, a in zip(finishing, answers):
-            _commit_answer(url, x, a.answer, a.output)
-            gone.add(x.id)
+        _commit_answers(url, [(x, a.answer, a.output) for x, a in zip(finishing, answers)])
+        gone |= {x.id for x in finishing}
     return gone
 
 
-def _commit_step(url: str, x: _Live, completion: Completion, seconds: float) -> bool:
+def _commit_steps(url: str, steps: list[tuple[_Live, Completion]], seconds: float) -> set[int]:
+    """Every reading's checkpoint of one step, in one transaction and one UPDATE: a review's 41 readings committed
+    one at a time took most of its reading on SQLite (docs/experiments/2026-12-07-yes-by-capture.md). A reading
+    whose row did not move (cancelled, or taken over by another runner) stores nothing; its id is returned."""
+    with session_scope(url) as s:
+        moved = set(
+            s.scalars(
+                update(Reading)
+                .where(
+                    tuple_(Reading.id, Reading.cursor).in_([(x.id, x.cursor) for x, _ in steps]),
+                    Reading.status == ReadingStatus.running,
+                )
+                .values(cursor=Reading.cursor + 1, heartbeat_at=utcnow())
+                .returning(Reading.id)
+                .execution_options(synchronize_session=False)
+            )
+        )
+        stored = [(x, keep(c.text, x.pinned), c) for x, c in steps if x.id in moved]
+        s.add_all(_checkpoint(x, memory, c, seconds) for x, memory, c in stored)
+    for x, memory, _ in stored:  # committed: the readings move on
+        x.cursor += 1
+        x.memory = memory
+    return {x.id for x, _ in steps} - moved
+
+
+def _checkpoint(x: _Live, memory: str, completion: Completion, seconds: float) -> Checkpoint:
     chunk = x.chunks[x.cursor]
-    memory = keep(completion.text, x.pinned)
-    with session_scope(url) as s:
-        moved = s.execute(
-            update(Reading)
-            .where(Reading.id == x.id, Reading.cursor == x.cursor, Reading.status == ReadingStatus.running)
-            .values(cursor=x.cursor + 1, heartbeat_at=utcnow())
-        ).rowcount
-        if moved != 1:
-            return False
-        s.add(
-            Checkpoint(
-                reading_id=x.id,
-                step=x.cursor + 1,
-                memory=memory,
-                start_token=chunk.start_token,
-                end_token=chunk.end_token,
-                start_char=chunk.start_char,
-                end_char=chunk.end_char,
-                first_page=page_of(x.page_starts, chunk.start_char),
-                last_page=page_of(x.page_starts, max(chunk.start_char, chunk.end_char - 1)),
-                prompt_tokens=completion.prompt_tokens,
-                completion_tokens=completion.completion_tokens,
-                seconds=seconds,
-            )
-        )
-    x.cursor += 1
-    x.memory = memory
-    return True
+    return Checkpoint(
+        reading_id=x.id,
+        step=x.cursor + 1,
+        memory=memory,
+        start_token=chunk.start_token,
+        end_token=chunk.end_token,
+        start_char=chunk.start_char,
+        end_char=chunk.end_char,
+        first_page=page_of(x.page_starts, chunk.start_char),
+        last_page=page_of(x.page_starts, max(chunk.start_char, chunk.end_char - 1)),
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        seconds=seconds,
+    )
 
 
-def _commit_answer(url: str, x: _Live, answer: str, output: str) -> None:
+def _commit_answers(url: str, answered: list[tuple[_Live, str, str]]) -> None:
     with session_scope(url) as s:
-        s.execute(
-            update(Reading)
-            .where(Reading.id == x.id, Reading.status == ReadingStatus.running)
-            .values(
-                status=ReadingStatus.done,
-                answer=answer,
-                final_output=output,
-                finished_at=utcnow(),
-                heartbeat_at=utcnow(),
+        for x, answer, output in answered:
+            s.execute(
+                update(Reading)
+                .where(Reading.id == x.id, Reading.status == ReadingStatus.running)
+                .values(
+                    status=ReadingStatus.done,
+                    answer=answer,
+                    final_output=output,
+                    finished_at=utcnow(),
+                    heartbeat_at=utcnow(),
+                )
             )
-        )
 
 
 def _fail(url: str, ids: list[int], exc: Exception) -> None:
