@@ -47,7 +47,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, help="the JSON result (default: runs/benchmarks/review-speed[-pN].json)")
     args = ap.parse_args(argv)
 
-    from app.migrate import upgrade
+    from app.cli.common import migrate_db
+    from app.db import session_scope
+    from app.services.models import active_version, serving_settings
     from app.services import documents, readings, review
     from app.services.llm import close_engines, engine_for
     from app.services.runner import run_readings
@@ -55,13 +57,19 @@ def main(argv: list[str] | None = None) -> None:
 
     data_dir = Path(tempfile.mkdtemp(prefix="review-speed-"))
     settings = Settings(data_dir=data_dir)  # the embedded defaults, LONGREAD_* from the environment
-    upgrade(settings.resolved_database_url)
+    # the schema and the bundled versions, as a fresh install has them: its active reader keeps sentences (with
+    # the schema alone, no version was active and the settings' model rewrote its memory)
+    migrate_db(settings)
     pdf = first_pages(args.contract.read_bytes(), args.pages)
     doc, _ = documents.add_document(settings, args.contract.name, pdf)
     if doc.error:
         raise SystemExit(f"review_speed: {args.contract}: {doc.error}")
     try:
-        engine_for(settings).generate(["Say yes."], 1)  # the engine's start is not the reading's time
+        with session_scope(settings.resolved_database_url) as db:
+            version = active_version(db)
+            model = version.name
+            serving = serving_settings(settings, version)
+        engine_for(serving).generate(["Say yes."], 1)  # the active version's engine: its start is not the reading's
 
         def timed(ids: list[int]) -> float:
             start = time.monotonic()
@@ -85,9 +93,9 @@ def main(argv: list[str] | None = None) -> None:
         "tokens": shown.token_count,
         "chunks": chunks,
         "engine": settings.engine,
-        "model": settings.model,
-        "chunk_tokens": settings.chunk_tokens,
-        "memory_tokens": settings.memory_tokens,
+        "model": model,
+        "chunk_tokens": serving.chunk_tokens,
+        "memory_tokens": serving.memory_tokens,
         "max_batch": settings.max_batch,
         "questions": len(done.rows),
         "answered": sum(r.status == "done" for r in done.rows),
@@ -100,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     print(
         f"{args.contract.name}: {shown.pages} pages, {shown.token_count} tokens, {chunks} chunks of "
-        f"{settings.chunk_tokens} ({settings.engine}, {settings.model})"
+        f"{serving.chunk_tokens} ({settings.engine}, {model})"
     )
     print(f"one question: {one_s:.1f} s")
     print(f"review ({len(done.rows)} questions, one pass): {review_s:.1f} s")
