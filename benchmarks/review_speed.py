@@ -49,9 +49,9 @@ def main(argv: list[str] | None = None) -> None:
 
     from app.cli.common import migrate_db
     from app.db import session_scope
-    from app.services.models import active_version, serving_settings
     from app.services import documents, readings, review
     from app.services.llm import close_engines, engine_for
+    from app.services.models import active_version, serving_settings
     from app.services.runner import run_readings
     from app.settings import Settings
 
