@@ -145,6 +145,13 @@ class SentenceHalf:
         self.stems = content_stems(text)
 
 
+@lru_cache(maxsize=1 << 14)
+def sentence_half(text: str) -> SentenceHalf:
+    """A sentence's half, once a process: a memory's kept lines are scored again at every later chunk, for every
+    question of a pass."""
+    return SentenceHalf(text)
+
+
 def features(q: Question, s: SentenceHalf) -> tuple[np.ndarray, np.ndarray]:
     """(indices, values) of one (question, sentence) pair."""
     held = q.stems & s.stems
@@ -191,7 +198,7 @@ class RelevanceScorer:
 
     def score(self, chunk: Sequence[str], questions: Sequence[str], document: str | None = None) -> list[list[float]]:
         words = document_words(document) if document else None
-        halves = [SentenceHalf(text) for text in chunk]
+        halves = [sentence_half(text) for text in chunk]
         return [self._score_all(Question(q, words), halves) for q in questions]
 
     def _score_all(self, q: Question, halves: Sequence[SentenceHalf]) -> list[float]:
