@@ -1,6 +1,7 @@
 """How fast the extractive memory reads (issue 51, item 5): wall seconds of `MemoryAgent.read_batch` on the
-in-process engine (the reader's weights, torch on `--threads` threads), the chunking, the scoring of every sentence
-and the one answer call all included. Against the generative memory on the same document where it is given
+in-process engine (the reader's weights, torch on `--threads` threads), or with `--engine vllm-local` on the app's
+default engine (its vLLM server for the reader, started before the clock), the chunking, the scoring of every
+sentence and the one answer call all included. Against the generative memory on the same document where it is given
 (`--generative`: one rewrite of the memory per chunk, decoded).
 
 - one question on an 8K and a 32K-token window of a novel;
@@ -8,7 +9,7 @@ and the one answer call all included. Against the generative memory on the same 
 - a training contract's review questions (all it carries: 40 for the first) against 1;
 - one question on a 1M-token document (the four novels, repeated).
 
-    .venv/bin/python -m benchmarks.extractive_speed [--threads 2] [--generative 8192]
+    .venv/bin/python -m benchmarks.extractive_speed [--threads 2] [--generative 8192] [--engine vllm-local]
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def timed(agent, items) -> tuple[float, list]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--engine", choices=("transformers", "vllm-local"), default="transformers")
     ap.add_argument("--generative", type=int, nargs="*", default=[8192], help="window sizes read generatively too")
     ap.add_argument("--out", type=Path, default=Path("runs/bench/extractive_speed.json"))
     args = ap.parse_args()
@@ -40,7 +42,14 @@ def main() -> None:
     from training.tasks import BOOKS_DIR, CONTRACTS_TRAIN_DIR, contract_cases
 
     torch.set_num_threads(args.threads)
-    engine = TransformersEngine(model_folder("smollm2-reader"))
+    if args.engine == "vllm-local":
+        from app.services.llm import engine_for
+        from app.settings import Settings
+
+        engine = engine_for(Settings(engine="vllm-local", model="smollm2-reader"))
+        engine.generate(["Say yes."], 1)  # the server's start is not the reading's time
+    else:
+        engine = TransformersEngine(model_folder("smollm2-reader"))
     tok = engine.tokenizer
     books = "\n\n".join(p.read_bytes().decode("cp1252") for p in sorted(BOOKS_DIR.glob("pg*.txt")))
     ids = tok(books, add_special_tokens=False)["input_ids"]
@@ -81,7 +90,7 @@ def main() -> None:
     record("extractive, 1 question, 1M", timed(extractive, [(question, window(1 << 20))])[0], 1, 1 << 20)
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"threads": args.threads, "rows": rows}, indent=1))
+    args.out.write_text(json.dumps({"threads": args.threads, "engine": args.engine, "rows": rows}, indent=1))
     print(f"wrote {args.out}")
 
 
