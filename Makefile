@@ -48,7 +48,7 @@ chromium:
 # The two virtualenvs and Chromium install side by side, as pip uses one core: a fresh install took 256 s so,
 # against 491 s one after another, on a 2-core EPYC (docs/testing.md, "Time budget"). Unbuffered, so that a run
 # stopped at CI's time limit shows how far it got; the slowest tests at the end. tests/suite.py runs the timing
-# tests alone, then the model and browser tests with the rest beside them (niced).
+# tests alone, then the model and browser tests with the waiting model tests and the rest beside them (niced).
 test:
 	$(MAKE) -j3 install chromium vllm
 	PYTHONUNBUFFERED=1 GRADIO_ANALYTICS_ENABLED=False $(PY) -m tests.suite
