@@ -77,6 +77,9 @@ def _connect_reading(tab: ReadTab, on: ReadEvents, timer: gr.Timer, list_timer: 
     # Timers read the shown document from a State: a tick sent with a just-deleted document's id in the menu
     # was refused by the menu ("Value: 1 is not in the list of choices"), an error box after every deletion.
     list_timer.tick(on.on_refresh, [tab.doc.shown, tab.readings], tab.readings, **HIDDEN)
+    # The estimate above Ask follows the queue (a reading that finished leaves "the workers are busy" behind) and
+    # mends a run of its boxes' listener that a busy page dropped (a browser test saw "3 questions" never come).
+    list_timer.tick(on.on_questions, [tab.doc.shown, tab.ask.question, tab.ask.more], tab.ask.estimate, **HIDDEN)
     timer.tick(on.on_tick, [v.reading_id, v.notice], v.live, **HIDDEN)
     v.cancel.click(on.on_cancel, v.reading_id, [*v.live, v.notice], **HIDDEN)
     tab.details.connect(v.reading_id, v.status, timer, list_timer)
