@@ -138,11 +138,13 @@ class ReadEvents:
     # Asking.
 
     def on_questions(self, document_id: int | None, question: str, more: str) -> str:
-        """Beside the questions: how long the ones typed would take read together (the document's estimate)."""
-        doc = self.look.document(document_id)
-        if doc is None:  # none chosen, or gone
+        """Beside the questions: how long the ones typed would take read together (the document's estimate). With
+        none typed, nothing, and the document is not looked up (the readings list's tick asks every 3 seconds)."""
+        typed = sum(1 for q in asked_questions(question, more) if q.strip())
+        doc = self.look.document(document_id) if typed else None
+        if doc is None:  # none typed, none chosen, or gone
             return ""
-        return describe_pass(doc.estimate, sum(1 for q in asked_questions(question, more) if q.strip()))
+        return describe_pass(doc.estimate, typed)
 
     def on_defaults(self) -> dict:
         """The sizes a reading asking for none gets now, as the boxes' placeholders."""
