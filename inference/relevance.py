@@ -152,6 +152,15 @@ def sentence_half(text: str) -> SentenceHalf:
     return SentenceHalf(text)
 
 
+#: a share's five buckets (a quarter each, all of it the last), hashed once: what `features` and the scorer look up
+_BUCKETS = {tag: _ids([f"{tag}:{b}" for b in range(5)]) for tag in ("lex", "idf")}
+
+
+def _bucket(share):
+    """The bucket of a share in [0, 1] (or of each of an array of them)."""
+    return np.minimum((np.asarray(share) * 4).astype(int), 4)
+
+
 def features(q: Question, s: SentenceHalf) -> tuple[np.ndarray, np.ndarray]:
     """(indices, values) of one (question, sentence) pair."""
     held = q.stems & s.stems
@@ -159,7 +168,7 @@ def features(q: Question, s: SentenceHalf) -> tuple[np.ndarray, np.ndarray]:
     weighed = sum(q.weights[w] for w in held) / q.total if q.total else 0.0
     binary = []
     for tag, value in (("lex", share), ("idf", weighed)):
-        bucket = _ids([f"{tag}:{min(int(value * 4), 4)}"])
+        bucket = _BUCKETS[tag][[_bucket(value)]]
         binary += [_mix(tag, bucket), _mix(tag, q.key, bucket)]
     binary += [_mix("bias", np.zeros(1, np.uint64)), _mix("q", q.key), _mix("qw", q.key, s.words)]
     binary.append(_mix("qshape", q.key, s.shape))
@@ -216,7 +225,7 @@ class RelevanceScorer:
         share = np.array([len(h) / len(q.stems) if q.stems else 0.0 for h in held])
         weighed = np.array([sum(q.weights[x] for x in h) / q.total if q.total else 0.0 for h in held])
         for tag, value in (("lex", share), ("idf", weighed)):
-            buckets = _ids([f"{tag}:{b}" for b in range(5)])
+            buckets = _BUCKETS[tag]
             per_bucket = w[_mix(tag, buckets)] + w[_mix(tag, q.key, buckets)]
-            total += per_bucket[np.minimum((value * 4).astype(int), 4)] + w[_mix(tag, zero)][0] * value
+            total += per_bucket[_bucket(value)] + w[_mix(tag, zero)][0] * value
         return total.tolist()
