@@ -202,6 +202,7 @@ class MemoryAgent:
         self.shift_tokens = shift_tokens
         #: the extractive policy's sentence scorer (default: the shipped relevance weights, loaded on first use)
         self.scorer = scorer
+        self._counted: dict[str, int] = {}
 
     def chunks(self, text: str) -> list[Chunk]:
         return split_into_chunks(
@@ -251,20 +252,16 @@ class MemoryAgent:
 
             self.scorer = RelevanceScorer.shipped()
         docs = list(documents) if documents is not None else [None] * len(items)
-        asked: dict[tuple[str, str | None], list[str]] = {}  # a pass's questions share a chunk: scored at once
-        for (problem, _, chunk), doc in zip(items, docs, strict=True):
-            asked.setdefault((chunk, doc), []).append(problem)
-        read = {}
-        for (chunk, doc), problems in asked.items():
-            sentences = [chunk[a:b] for a, b in document_spans(chunk)]
-            scores = dict(zip(problems, self.scorer.score(sentences, problems, doc)))
-            read[chunk, doc] = sentences, self._token_counts(sentences), scores
+        split: dict[str, tuple[list[str], list[int]]] = {}  # a pass's questions share a chunk: split it once
         out = []
-        for (problem, memory, chunk), doc in zip(items, docs):
-            sentences, counts, scores = read[chunk, doc]
+        for (problem, memory, chunk), doc in zip(items, docs, strict=True):
+            if chunk not in split:
+                sentences = [chunk[a:b] for a, b in document_spans(chunk)]
+                split[chunk] = sentences, self._token_counts(sentences)
+            sentences, counts = split[chunk]
             old = [] if memory is None or holds_nothing(memory) else [x for x in memory.split("\n") if x.strip()]
             texts, counts = old + sentences, self._token_counts(old) + counts
-            scores = self.scorer.score(old, [problem], doc)[0] + scores[problem]
+            scores = self.scorer.score(texts, [problem], doc)[0]
             candidates = [Sentence(t, i, i + 1, s, n) for i, (t, s, n) in enumerate(zip(texts, scores, counts))]
             bar = keep_threshold(problem)
             kept = sorted(assemble([], candidates, self.config.memory_tokens, bar), key=lambda s: -s.score)
@@ -273,9 +270,14 @@ class MemoryAgent:
         return out
 
     def _token_counts(self, texts: list[str]) -> list[int]:
-        if not texts:
-            return []
-        return [len(ids) for ids in self.engine.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        """Each text's tokens, counted once an agent: a memory's kept lines come back at every later chunk."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._counted]
+        if missing:
+            if len(self._counted) > 1 << 17:  # an agent that reads many documents (evaluation) starts afresh
+                self._counted.clear()
+            ids = self.engine.tokenizer(missing, add_special_tokens=False)["input_ids"]
+            self._counted.update(zip(missing, map(len, ids)))
+        return [self._counted[t] for t in texts]
 
     def _rewrite(self, messages: list[str], temperature: float) -> list[Completion]:
         completions = self.engine.generate(messages, self.config.memory_tokens, temperature)

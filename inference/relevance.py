@@ -137,6 +137,13 @@ class Question:
         self.total = sum(self.weights.values())
 
 
+@lru_cache(maxsize=128)
+def question(text: str, document: str | None) -> Question:
+    """A question's half for a document, once a process: a reading scores its question at every chunk (a review,
+    41 of them)."""
+    return Question(text, document_words(document) if document else None)
+
+
 class SentenceHalf:
     """A sentence's half of every feature, computed once a sentence, whatever the questions asked of it."""
 
@@ -206,9 +213,8 @@ class RelevanceScorer:
         np.savez_compressed(path, weights=np.round(w / scale).astype(np.int8), scale=np.float32(scale))
 
     def score(self, chunk: Sequence[str], questions: Sequence[str], document: str | None = None) -> list[list[float]]:
-        words = document_words(document) if document else None
         halves = [sentence_half(text) for text in chunk]
-        return [self._score_all(Question(q, words), halves) for q in questions]
+        return [self._score_all(question(q, document), halves) for q in questions]
 
     def _score_all(self, q: Question, halves: Sequence[SentenceHalf]) -> list[float]:
         """Every sentence's score for one question: the weights of its `features`, summed for all sentences in
