@@ -205,3 +205,35 @@ def test_the_scorer_reads_the_whole_document_each_chunk_is_part_of(tokenizer):
 def test_an_unknown_memory_policy_is_refused():
     with pytest.raises(ValueError, match="unknown memory policy 'free'"):
         AgentConfig(memory_policy="free")
+
+
+def test_a_reading_is_scored_in_one_call_a_chunk_and_each_text_counted_once(tokenizer):
+    """A reading's kept lines are scored with its chunk's sentences in one call (not a call for the chunk and one
+    for the memory), and the agent counts a text's tokens once however often it comes back."""
+    calls, counted = [], []
+
+    class Recording(_WordScorer):
+        def score(self, chunk, questions, document=None):
+            calls.append((list(chunk), list(questions)))
+            return super().score(chunk, questions, document)
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(tokenizer, name)
+
+        def __call__(self, texts, **kwargs):
+            counted.extend(texts if isinstance(texts, list) else [texts])
+            return tokenizer(texts, **kwargs)
+
+    engine = FakeEngine(Counting(), lambda m: "")
+    config = AgentConfig(
+        chunk_tokens=400, memory_tokens=64, answer_tokens=16, template_set="memagent", memory_policy="extractive"
+    )
+    agent = MemoryAgent(engine, config, scorer=Recording("Ohio"))
+    chunk = "The laws of Ohio apply. Rain fell."
+    law, note = agent.update([(LAW, None, chunk), ("Is Ohio named?", None, chunk)])
+    assert law.text == note.text == "The laws of Ohio apply." and len(calls) == 2
+    again = agent.update([(LAW, law.text, "Payment is due. Rain fell.")])[0]
+    assert calls[-1] == (["The laws of Ohio apply.", "Payment is due.", "Rain fell."], [LAW]) and len(calls) == 3
+    assert again.text == law.text
+    assert sorted(counted) == sorted(set(counted)) == ["Payment is due.", "Rain fell.", "The laws of Ohio apply."]
