@@ -252,15 +252,14 @@ class MemoryAgent:
 
             self.scorer = RelevanceScorer.shipped()
         docs = list(documents) if documents is not None else [None] * len(items)
-        split: dict[str, tuple[list[str], list[int]]] = {}  # a pass's questions share a chunk: split it once
+        split: dict[str, list[str]] = {}  # a pass's questions share a chunk: split it once
         out = []
         for (problem, memory, chunk), doc in zip(items, docs, strict=True):
             if chunk not in split:
-                sentences = [chunk[a:b] for a, b in document_spans(chunk)]
-                split[chunk] = sentences, self._token_counts(sentences)
-            sentences, counts = split[chunk]
+                split[chunk] = [chunk[a:b] for a, b in document_spans(chunk)]
             old = [] if memory is None or holds_nothing(memory) else [x for x in memory.split("\n") if x.strip()]
-            texts, counts = old + sentences, self._token_counts(old) + counts
+            texts = old + split[chunk]
+            counts = self._token_counts(texts)
             scores = self.scorer.score(texts, [problem], doc)[0]
             candidates = [Sentence(t, i, i + 1, s, n) for i, (t, s, n) in enumerate(zip(texts, scores, counts))]
             bar = keep_threshold(problem)
