@@ -191,6 +191,19 @@ def keep_threshold(question: str, yes_no: float = KEEP_THRESHOLD, open_: float =
 KEEP_MARGIN = 1.0
 
 
+def _once(texts: list[str]) -> list[str]:
+    """Each sentence once, as its memory line (whitespace joined) first appears: a document that repeats a kept
+    sentence in a later chunk would otherwise spend the memory's budget on a second copy."""
+    seen: set[str] = set()
+    out = []
+    for t in texts:
+        line = " ".join(t.split())
+        if line not in seen:
+            seen.add(line)
+            out.append(t)
+    return out
+
+
 class MemoryAgent:
     def __init__(
         self, engine: Engine, config: AgentConfig | None = None, shift_tokens: int = 0, scorer: Scorer | None = None
@@ -258,7 +271,7 @@ class MemoryAgent:
             if chunk not in split:
                 split[chunk] = [chunk[a:b] for a, b in document_spans(chunk)]
             old = [] if memory is None or holds_nothing(memory) else [x for x in memory.split("\n") if x.strip()]
-            texts = old + split[chunk]
+            texts = _once(old + split[chunk])
             counts = self._token_counts(texts)
             scores = self.scorer.score(texts, [problem], doc)[0]
             candidates = [Sentence(t, i, i + 1, s, n) for i, (t, s, n) in enumerate(zip(texts, scores, counts))]

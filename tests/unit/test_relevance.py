@@ -237,3 +237,16 @@ def test_a_reading_is_scored_in_one_call_a_chunk_and_each_text_counted_once(toke
     assert calls[-1] == (["The laws of Ohio apply.", "Payment is due.", "Rain fell."], [LAW]) and len(calls) == 3
     assert again.text == law.text
     assert sorted(counted) == sorted(set(counted)) == ["Payment is due.", "Rain fell.", "The laws of Ohio apply."]
+
+
+def test_a_sentence_the_document_repeats_is_kept_once(tokenizer):
+    """A kept sentence that a later chunk repeats (a PDF may wrap it differently) takes one line of the memory, not
+    two: the budget a copy would spend goes to the next best sentence."""
+    config = AgentConfig(
+        chunk_tokens=400, memory_tokens=64, answer_tokens=16, template_set="memagent", memory_policy="extractive"
+    )
+    agent = MemoryAgent(FakeEngine(tokenizer, lambda m: ""), config, scorer=_WordScorer("Ohio"))
+    first = agent.update([(LAW, None, "The laws of Ohio apply. Rain fell.")])[0]
+    assert first.text == "The laws of Ohio apply."
+    again = agent.update([(LAW, first.text, "The laws of\nOhio apply. Ohio courts hear disputes. The laws of Ohio apply.")])
+    assert again[0].text.split("\n") == ["The laws of Ohio apply.", "Ohio courts hear disputes."]
