@@ -23,6 +23,7 @@ from app.services.users import UserView
 from app.settings import Settings
 from app.ui.read_tab import build_read_tab
 from app.ui.read_views import describe_health
+from app.ui.ticks import Ticks
 from app.ui.training_ui import build_admin_tabs
 from app.ui.users_panel import build_users_panel
 
@@ -98,12 +99,13 @@ def build_ui(settings: Settings) -> gr.Blocks:
                 users_panel = build_users_panel(settings, me)
         # The document and reading open in this browser, restored after a reload.
         saved = gr.BrowserState({"document": None, "reading": None}, storage_key="longread-view")
-        timer = gr.Timer(1.0, active=False)
-        list_timer = gr.Timer(3.0)
-        health_timer = gr.Timer(3.0)
+        timer = Ticks(gr.Timer(1.0, active=False))  # while the open reading reads
+        list_timer = Ticks(gr.Timer(3.0))
 
         connect_read_tab(ui, saved, timer, list_timer)
-        health_timer.tick(on_health, None, [health_line, engine_log], show_progress="hidden")
+        list_timer.tick(on_health, None, [health_line, engine_log], show_progress="hidden")
+        timer.wire()
+        list_timer.wire()
         ui.load(on_health, None, [health_line, engine_log], show_progress="hidden")
         admin_parts = [admin_tab, users_panel.box, admin_tabs.training, admin_tabs.models]  # hidden for readers
         ui.load(on_account, None, [account, *admin_parts, *users_panel.outputs], show_progress="hidden")

@@ -18,6 +18,7 @@ from app.services.users import UserView
 from app.settings import Settings
 from app.ui.read_events import ReadEvents
 from app.ui.read_layout import ReadTab, build_read_layout
+from app.ui.ticks import Ticks
 
 HIDDEN = {"show_progress": "hidden"}  # no Gradio spinner or timer ("0.2s") over the info and status lines
 
@@ -29,8 +30,8 @@ def build_read_tab(settings: Settings, me: Callable[[], UserView | None]):
     tab = build_read_layout(settings, me)
     on = ReadEvents(settings, me, tab)
 
-    def connect(ui: gr.Blocks, saved: gr.BrowserState, timer: gr.Timer, list_timer: gr.Timer) -> None:
-        tab.saved, tab.reading.timer = saved, timer
+    def connect(ui: gr.Blocks, saved: gr.BrowserState, timer: Ticks, list_timer: Ticks) -> None:
+        tab.saved, tab.reading.timer = saved, timer.timer
         _connect_document(tab, on)
         _connect_questions(ui, tab, on)
         _connect_reading(tab, on, timer, list_timer)
@@ -70,7 +71,7 @@ def _connect_questions(ui: gr.Blocks, tab: ReadTab, on: ReadEvents) -> None:
     gr.on([b.change for b in boxes], on.on_questions, boxes, ask.estimate, **HIDDEN, trigger_mode="always_last")
 
 
-def _connect_reading(tab: ReadTab, on: ReadEvents, timer: gr.Timer, list_timer: gr.Timer) -> None:
+def _connect_reading(tab: ReadTab, on: ReadEvents, timer: Ticks, list_timer: Ticks) -> None:
     v, saved = tab.reading, tab.saved
     timeline, branches = tab.details.panels.timeline, tab.details.panels.branches
     tab.readings.select(on.on_open, [saved, tab.pass_ids], tab.opened, **HIDDEN)

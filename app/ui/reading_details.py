@@ -19,6 +19,7 @@ from app.ui.passages import chosen_row, no_passage, open_passage
 from app.ui.read_lookups import Lookups
 from app.ui.read_views import branch_tree, compare_text, describe_feedback, describe_step, diff_spans
 from app.ui.text import text_md
+from app.ui.ticks import Ticks
 
 HIDDEN = {"show_progress": "hidden"}  # no Gradio spinner over the panels
 
@@ -281,7 +282,7 @@ class ReadingDetails:
         same = [[str(c) for c in row] for row in rows] == [[str(c) for c in row] for row in (shown or [])]
         return gr.skip() if same else branches
 
-    def connect(self, reading_id: gr.State, status: gr.Markdown, timer: gr.Timer, list_timer: gr.Timer) -> None:
+    def connect(self, reading_id: gr.State, status: gr.Markdown, timer: Ticks, list_timer: Ticks) -> None:
         """Each panel follows the open reading (`reading_id`); the timeline also follows its `status` line,
         the branches the tab's timers."""
         panels = self.panels

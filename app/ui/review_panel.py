@@ -20,6 +20,7 @@ from app.ui.passages import build_passage_view, chosen_row, no_passage, open_pas
 from app.ui.read_views import review_of_row
 from app.ui.tables import table
 from app.ui.text import fmt_seconds, text_md
+from app.ui.ticks import Ticks
 
 REVIEW_COLUMNS = ["Category", "Answer", "Pages", "Passage (choose a row to open it on its page)"]
 #: where the downloads are written (Gradio serves files from the system's temporary folder)
@@ -197,7 +198,7 @@ class ReviewPanel:
             (document_id, page) if page else None,
         )
 
-    def connect(self, document: gr.components.Component, history: gr.Dataframe, list_timer: gr.Timer) -> None:
+    def connect(self, document: gr.components.Component, history: gr.Dataframe, list_timer: Ticks) -> None:
         """Wire the panel to the Read tab's document menu, its readings table and its 3-second timer."""
         out, both = list(self.out), [self.review_id, *self.out]
         history.select(self.on_history, [self.which], [self.box, *both], show_progress="hidden")

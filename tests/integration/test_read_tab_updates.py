@@ -22,8 +22,10 @@ class Handlers:
     def __init__(self, ui: gr.Blocks) -> None:
         self.events: dict[str, list[tuple[object, set[int]]]] = {}
         for f in ui.fns.values():
-            if isinstance(getattr(f.fn, "__self__", None), ReadEvents | ReadingDetails):
-                self.events.setdefault(f.fn.__name__, []).append((f.fn, {b._id for b in f.outputs}))
+            # A timer's listeners run as one event (app/ui/ticks.py): each is checked against its own outputs.
+            for fn, outputs in getattr(f.fn, "parts", [(f.fn, f.outputs)]):
+                if isinstance(getattr(fn, "__self__", None), ReadEvents | ReadingDetails):
+                    self.events.setdefault(fn.__name__, []).append((fn, {b._id for b in outputs}))
 
     def call(self, name: str, *args: object) -> object:
         fn, _ = self.events[name][0]
