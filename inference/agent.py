@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-from inference.capture import Scorer, Sentence, assemble, document_spans, render
+from inference.capture import Scorer, Sentence, assemble, document_spans, first_of_each_line, render
 from inference.chunking import Chunk, split_into_chunks
 from inference.dates import dates_not_in
 from inference.engines.base import Completion, Engine
@@ -191,19 +191,6 @@ def keep_threshold(question: str, yes_no: float = KEEP_THRESHOLD, open_: float =
 KEEP_MARGIN = 1.0
 
 
-def _once(texts: list[str]) -> list[str]:
-    """Each sentence once, as its memory line (whitespace joined) first appears: a document that repeats a kept
-    sentence in a later chunk would otherwise spend the memory's budget on a second copy."""
-    seen: set[str] = set()
-    out = []
-    for t in texts:
-        line = " ".join(t.split())
-        if line not in seen:
-            seen.add(line)
-            out.append(t)
-    return out
-
-
 class MemoryAgent:
     def __init__(
         self, engine: Engine, config: AgentConfig | None = None, shift_tokens: int = 0, scorer: Scorer | None = None
@@ -271,7 +258,8 @@ class MemoryAgent:
             if chunk not in split:
                 split[chunk] = [chunk[a:b] for a, b in document_spans(chunk)]
             old = [] if memory is None or holds_nothing(memory) else [x for x in memory.split("\n") if x.strip()]
-            texts = _once(old + split[chunk])
+            both = old + split[chunk]
+            texts = [both[i] for i in first_of_each_line(both)]
             counts = self._token_counts(texts)
             scores = self.scorer.score(texts, [problem], doc)[0]
             candidates = [Sentence(t, i, i + 1, s, n) for i, (t, s, n) in enumerate(zip(texts, scores, counts))]

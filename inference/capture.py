@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -90,6 +90,24 @@ def chunk_spans(
     """
     clipped = [(max(a, start), min(b, end)) for a, b in spans if a < end and b > start]
     return _merge_shortest(clipped, most)
+
+
+def first_of_each_line(texts: Iterable[str]) -> list[int]:
+    """The indexes of the texts that are the first with their memory line (`Sentence.line`): a document that
+    repeats a kept sentence in a later chunk (however a PDF wraps it) would otherwise spend the memory's budget on
+    a second copy.
+
+    >>> first_of_each_line(["The law of Ohio.", "Rain.", "The law\\nof Ohio."])
+    [0, 1]
+    """
+    seen: set[str] = set()
+    out = []
+    for i, text in enumerate(texts):
+        line = " ".join(text.split())
+        if line not in seen:
+            seen.add(line)
+            out.append(i)
+    return out
 
 
 def assemble(

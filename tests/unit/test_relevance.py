@@ -248,5 +248,7 @@ def test_a_sentence_the_document_repeats_is_kept_once(tokenizer):
     agent = MemoryAgent(FakeEngine(tokenizer, lambda m: ""), config, scorer=_WordScorer("Ohio"))
     first = agent.update([(LAW, None, "The laws of Ohio apply. Rain fell.")])[0]
     assert first.text == "The laws of Ohio apply."
-    again = agent.update([(LAW, first.text, "The laws of\nOhio apply. Ohio courts hear disputes. The laws of Ohio apply.")])
+    again = agent.update(
+        [(LAW, first.text, "The laws of\nOhio apply. Ohio courts hear disputes. The laws of Ohio apply.")]
+    )
     assert again[0].text.split("\n") == ["The laws of Ohio apply.", "Ohio courts hear disputes."]
