@@ -134,7 +134,7 @@ def load_read(path: Path, doc: Any) -> dict:
 def final_memory(read: dict, q: int, budget: int, threshold: float, margin: float | None = None) -> list:
     """Stream question q's scored sentences chunk by chunk through `assemble`: the memory after the last chunk.
     With `margin`, only sentences within it of the memory's best stay after each chunk."""
-    from inference.capture import Sentence, assemble, first_of_each_line
+    from inference.capture import Sentence, assemble, first_of_each
 
     text, memory = read["text"], []
     row, spans, chunk_of = read["scores"][q], read["spans"], read["chunk_of"]
@@ -144,7 +144,7 @@ def final_memory(read: dict, q: int, budget: int, threshold: float, margin: floa
             Sentence(text[spans[i][0] : spans[i][1]], spans[i][0], spans[i][1], float(row[i]), read["tokens"][i])
             for i in idx
         ]
-        kept = set(first_of_each_line(s.text for s in memory + chunk))  # a line the memory holds is not kept twice
+        kept = set(first_of_each(s.line() for s in memory + chunk))  # a line the memory holds is not kept twice
         chunk = [s for i, s in enumerate(chunk, len(memory)) if i in kept]
         memory = assemble(memory, chunk, budget, threshold)
         if margin is not None and memory:  # as the product keeps (MemoryAgent.extract)

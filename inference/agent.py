@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-from inference.capture import Scorer, Sentence, assemble, document_spans, first_of_each_line, render
+from inference.capture import Scorer, Sentence, as_line, assemble, document_spans, first_of_each, render
 from inference.chunking import Chunk, split_into_chunks
 from inference.dates import dates_not_in
 from inference.engines.base import Completion, Engine
@@ -252,14 +252,17 @@ class MemoryAgent:
 
             self.scorer = RelevanceScorer.shipped()
         docs = list(documents) if documents is not None else [None] * len(items)
-        split: dict[str, list[str]] = {}  # a pass's questions share a chunk: split it once
+        # A pass's questions share a chunk: its sentences and their memory lines, once.
+        split: dict[str, tuple[list[str], list[str]]] = {}
         out = []
         for (problem, memory, chunk), doc in zip(items, docs, strict=True):
             if chunk not in split:
-                split[chunk] = [chunk[a:b] for a, b in document_spans(chunk)]
+                sentences = [chunk[a:b] for a, b in document_spans(chunk)]
+                split[chunk] = sentences, [as_line(x) for x in sentences]
+            sentences, lines = split[chunk]
             old = [] if memory is None or holds_nothing(memory) else [x for x in memory.split("\n") if x.strip()]
-            both = old + split[chunk]
-            texts = [both[i] for i in first_of_each_line(both)]
+            both = old + sentences
+            texts = [both[i] for i in first_of_each([*map(as_line, old), *lines])]
             counts = self._token_counts(texts)
             scores = self.scorer.score(texts, [problem], doc)[0]
             candidates = [Sentence(t, i, i + 1, s, n) for i, (t, s, n) in enumerate(zip(texts, scores, counts))]

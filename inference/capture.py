@@ -37,8 +37,7 @@ class Sentence:
     pinned: bool = False
 
     def line(self) -> str:
-        """The sentence on one line: a PDF wraps lines inside a sentence, a memory keeps one sentence a line."""
-        return " ".join(self.text.split())
+        return as_line(self.text)
 
 
 class Scorer(Protocol):
@@ -92,18 +91,21 @@ def chunk_spans(
     return _merge_shortest(clipped, most)
 
 
-def first_of_each_line(texts: Iterable[str]) -> list[int]:
-    """The indexes of the texts that are the first with their memory line (`Sentence.line`): a document that
-    repeats a kept sentence in a later chunk (however a PDF wraps it) would otherwise spend the memory's budget on
-    a second copy.
+def as_line(text: str) -> str:
+    """A sentence on one line: a PDF wraps lines inside a sentence, a memory keeps one sentence a line."""
+    return " ".join(text.split())
 
-    >>> first_of_each_line(["The law of Ohio.", "Rain.", "The law\\nof Ohio."])
+
+def first_of_each(lines: Iterable[str]) -> list[int]:
+    """The indexes of the first of each distinct line (`as_line`): a document that repeats a kept sentence in a
+    later chunk (however a PDF wraps it) would otherwise spend the memory's budget on a second copy.
+
+    >>> first_of_each(["The law of Ohio.", "Rain.", as_line("The law\\nof Ohio.")])
     [0, 1]
     """
     seen: set[str] = set()
     out = []
-    for i, text in enumerate(texts):
-        line = " ".join(text.split())
+    for i, line in enumerate(lines):
         if line not in seen:
             seen.add(line)
             out.append(i)
