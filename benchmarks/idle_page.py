@@ -22,6 +22,7 @@ from pathlib import Path
 
 import psutil
 
+from benchmarks.suite_cpu import tree_cpu_s
 from inference.vllm_server import free_port
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS
 
@@ -36,10 +37,6 @@ def _cpu(procs: list[psutil.Process]) -> float:
         except psutil.Error:
             pass
     return total
-
-
-def _tree(root: psutil.Process) -> list[psutil.Process]:
-    return [root, *root.children(recursive=True)]
 
 
 def _chromium() -> list[psutil.Process]:
@@ -73,7 +70,7 @@ def _serve(data: Path, checkout: Path) -> tuple[subprocess.Popen, str]:
 def measure(url: str, seconds: float, app: list[psutil.Process]) -> None:
     from playwright.sync_api import sync_playwright
 
-    app_before = _cpu([q for p in app for q in _tree(p)])
+    app_before = sum(map(tree_cpu_s, app))
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page()
@@ -87,7 +84,7 @@ def measure(url: str, seconds: float, app: list[psutil.Process]) -> None:
             print(f"{tab} tab, idle {seconds:.0f} s: Chromium {_cpu(_chromium()) - before:.1f} CPU s", flush=True)
         browser.close()
     if app:
-        print(f"the web app over the whole run: {_cpu([q for p in app for q in _tree(p)]) - app_before:.1f} CPU s")
+        print(f"the web app over the whole run: {sum(map(tree_cpu_s, app)) - app_before:.1f} CPU s")
 
 
 def main() -> None:

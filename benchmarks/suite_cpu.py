@@ -23,10 +23,10 @@ _start: dict[str, tuple[float, float]] = {}
 _rows: list[tuple[str, float, float]] = []
 
 
-def tree_cpu_s() -> float:
-    """CPU seconds of this process, its reaped children and every live descendant (with their reaped ones)."""
+def tree_cpu_s(root: psutil.Process = _me) -> float:
+    """CPU seconds of `root` (this process), its reaped children and every live descendant (with their reaped ones)."""
     total = 0.0
-    for p in [_me, *_me.children(recursive=True)]:
+    for p in [root, *root.children(recursive=True)]:
         try:
             t = p.cpu_times()
         except psutil.Error:
