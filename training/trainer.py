@@ -43,6 +43,7 @@ from training.config import TrainConfig
 from training.policy import (
     Row,
     completion_log_probs,
+    decoding_copy,
     distributed,
     fewer_anchors,
     load_policy,
@@ -50,6 +51,7 @@ from training.policy import (
     pick_device,
     prompt_ids,
     reference_log_probs,
+    refresh_decoding_copy,
     run_precision,
     sft_loss,
     target_ids,
@@ -139,6 +141,7 @@ class Trainer:
             AgentConfig.of(config),
         )
         self.rollout_server = rollout_server
+        self._decoding_agent: MemoryAgent | None = None
         self.step = 0
         self.dist = distributed()
         if self.dist and rollout_server:
@@ -297,8 +300,7 @@ class Trainer:
         how those readings score goes into `metrics` (reward, accuracy: a curve of SFT on the policy)."""
         tasks = [t for t in map(with_answer_evidence, tasks) if t]
         t0 = time.monotonic()
-        with self._autocast():
-            trajectories = self._policy_agent().read_batch([(t.question, t.document) for t in tasks])
+        trajectories = self._policy_agent().read_batch([(t.question, t.document) for t in tasks])
         n = self._sum(len(tasks))
         metrics.update(
             reward=round(
@@ -331,15 +333,21 @@ class Trainer:
         g = self.config.group_size
         items = [(t.question, t.document) for t in tasks for _ in range(g)]
         torch.manual_seed(self._seed())
-        with self._autocast():
-            trajectories = self._policy_agent().read_batch(items, temperature=self.config.temperature)
+        trajectories = self._policy_agent().read_batch(items, temperature=self.config.temperature)
         return [trajectories[i * g : (i + 1) * g] for i in range(len(tasks))]
 
     def _policy_agent(self) -> MemoryAgent:
-        """The agent on the policy as it is now: in this process, or on the rollout server, which
-        hot-loads the current adapter."""
+        """The agent on the policy as it is now: in this process, on a plain copy of its weights in the
+        compute dtype (training/policy.py, `decoding_copy`), or on the rollout server, which hot-loads the
+        current adapter."""
         if not self.rollout_server:
-            return self.agent
+            if self._decoding_agent is None:
+                engine = TransformersEngine.from_model(
+                    decoding_copy(self.model, self.precision), self.tokenizer, max_batch=self.config.rollout_batch
+                )
+                self._decoding_agent = MemoryAgent(engine, self.agent.config)
+            refresh_decoding_copy(self._decoding_agent.engine.model, self.model)
+            return self._decoding_agent
         adapter = copy_adapter(self.model, self.run_dir / "rollout-adapter")
         return MemoryAgent(self.rollout_server.engine(adapter, f"policy-{self.step}"), self.agent.config)
 
