@@ -183,16 +183,10 @@ def chunk_rank(read: dict, q: int, evidence: list[tuple[int, int]]) -> int | Non
 
 
 def judge(
-    read: dict,
-    budget: int,
-    threshold: float,
-    margin: float | None = None,
-    open_threshold: float | None = None,
-    bars: dict[str, float] | None = None,
+    read: dict, budget: int, threshold: float, margin: float | None = None, open_threshold: float | None = None
 ) -> list[dict]:
-    """Each question's final memory judged; with `open_threshold`, the product's bars: an open question's (the
-    agent's `OPEN_KEEP_THRESHOLD`), a clause question's own (`bars`, the agent's `CLAUSE_BARS` by default), or
-    `threshold`."""
+    """Each question's final memory judged; with `open_threshold`, an open question's bar (the agent's
+    `OPEN_KEEP_THRESHOLD`), `threshold` a yes/no question's."""
     from inference.agent import keep_threshold
     from inference.capture import render
     from training.misses import holds, unanswerable
@@ -200,7 +194,7 @@ def judge(
 
     out = []
     for q, task in enumerate(read["tasks"]):
-        bar = threshold if open_threshold is None else keep_threshold(task.question, threshold, open_threshold, bars)
+        bar = threshold if open_threshold is None else keep_threshold(task.question, threshold, open_threshold)
         memory = final_memory(read, q, budget, bar, margin)
         ev = evidence_spans(read["text"], task.evidence)
         rank = chunk_rank(read, q, ev)
@@ -332,12 +326,6 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--open-keep", type=float, default=None, help="with --keep: an open question's (OPEN_KEEP_THRESHOLD)"
     )
-    ap.add_argument(
-        "--clause-bars",
-        default=None,
-        help="with --keep: each clause question's bar from this file (training/clause_bars.py), 'none' for --keep "
-        "alone; default the shipped ones (the agent's CLAUSE_BARS)",
-    )
     ap.add_argument("--from-scores", action="store_true", help="assemble from the scores a run saved, no model")
     ap.add_argument("--resume", action="store_true", help="reuse the saved scores of documents already read")
     ap.add_argument("--out", type=Path, default=None, help="default runs/probe/<policy>.json")
@@ -346,12 +334,9 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     from transformers import AutoTokenizer
 
-    from inference.agent import CLAUSE_BARS, clause_bars
     from inference.chunking import token_starts
     from inference.models import model_folder
     from training.suites import suite_documents
-
-    bars = {} if args.clause_bars == "none" else clause_bars(Path(args.clause_bars or CLAUSE_BARS))
 
     torch.set_num_threads(args.threads)
     tok = AutoTokenizer.from_pretrained(model_folder("smollm2"))
@@ -407,7 +392,7 @@ def main(argv: list[str] | None = None) -> None:
         }
         for name, (th, margin, open_th) in thresholds.items():
             for budget in args.budgets:
-                rows = [row for r in rs for row in judge(r, budget, th, margin, open_th, bars)]
+                rows = [row for r in rs for row in judge(r, budget, th, margin, open_th)]
                 entry["tables"][f"{name}/{budget}"] = table(rows, suite)
                 if suite == "clauses" and name == "fill":
                     yes, no = [x["best"] for x in rows if not x["no"]], [x["best"] for x in rows if x["no"]]

@@ -8,12 +8,9 @@ state, so many readings can advance in one engine call and resume from any check
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from inference.capture import Scorer, Sentence, as_line, assemble, document_spans, first_of_each, render
 from inference.chunking import Chunk, split_into_chunks
@@ -181,29 +178,10 @@ KEEP_THRESHOLD = -2.0
 OPEN_KEEP_THRESHOLD = -4.0
 
 
-#: each clause question's own bar, for the shipped relevance weights (training/clause_bars.py): with one bar for
-#: all, the dev contracts without a right of first refusal kept a sentence for 68% of them, those without a
-#: most-favoured-nation clause for none
-CLAUSE_BARS = Path(__file__).resolve().parent / "reader" / "clause_bars.json"
-
-
-@lru_cache(maxsize=4)
-def clause_bars(path: Path = CLAUSE_BARS) -> dict[str, float]:
-    return json.loads(path.read_text()) if path.is_file() else {}
-
-
-def keep_threshold(
-    question: str,
-    yes_no: float = KEEP_THRESHOLD,
-    open_: float = OPEN_KEEP_THRESHOLD,
-    bars: Mapping[str, float] | None = None,
-) -> float:
-    """The score a sentence must reach to be kept for `question`: its own bar if it is a clause question that has
-    one (`bars`, by default the shipped `CLAUSE_BARS`), else a yes/no question's bar or an open one's (the capture
-    probe passes other values to try them)."""
-    if not asks_yes_or_no(question):
-        return open_
-    return (clause_bars() if bars is None else bars).get(question, yes_no)
+def keep_threshold(question: str, yes_no: float = KEEP_THRESHOLD, open_: float = OPEN_KEEP_THRESHOLD) -> float:
+    """The score a sentence must reach to be kept for `question`: a yes/no question's bar or an open one's (the
+    capture probe passes other values to try them)."""
+    return yes_no if asks_yes_or_no(question) else open_
 
 
 #: and only sentences within this many log-odds of the memory's best: the small reader answers with every

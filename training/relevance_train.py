@@ -98,26 +98,11 @@ def planted_documents(count: int, seed: int) -> list[dict]:
 
 
 def train(
-    out: Path,
-    epochs: int,
-    lr: float,
-    l2: float,
-    hard: int,
-    easy: int,
-    seed: int,
-    planted: int,
-    limit: int | None = None,
-    only: set[str] | None = None,
+    out: Path, epochs: int, lr: float, l2: float, hard: int, easy: int, seed: int, limit: int | None, planted: int
 ) -> RelevanceScorer:
-    """The scorer trained on the training contracts (the first `limit`, or those whose ids are in `only`) and
-    `planted` windows of the training novels."""
     from training.tasks import CONTRACTS_TRAIN_DIR, NOT_FOR_TRAINING, contract_cases
 
-    cases = [
-        c
-        for c in contract_cases(CONTRACTS_TRAIN_DIR)
-        if c["id"] not in NOT_FOR_TRAINING and (only is None or c["id"] in only)
-    ][:limit]
+    cases = [c for c in contract_cases(CONTRACTS_TRAIN_DIR) if c["id"] not in NOT_FOR_TRAINING][:limit]
     texts = {c["id"]: (CONTRACTS_TRAIN_DIR / c["txt"]).read_text(encoding="utf-8") for c in cases}
     for doc in planted_documents(planted, seed) if planted else []:
         cases.append(doc)
@@ -175,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N training contracts")
     ap.add_argument("--planted", type=int, default=120, help="windows of the training novels with planted facts")
     args = ap.parse_args(argv)
-    train(args.out, args.epochs, args.lr, args.l2, args.hard, args.easy, args.seed, args.planted, args.limit)
+    train(args.out, args.epochs, args.lr, args.l2, args.hard, args.easy, args.seed, args.limit, args.planted)
 
 
 if __name__ == "__main__":

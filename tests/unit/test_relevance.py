@@ -185,23 +185,6 @@ def test_an_open_question_keeps_a_sentence_a_yes_or_no_question_would_pass_over(
     assert open_.text == "The code of Ann is 1." and yes_no.text == NO_EVIDENCE_MEMORY
 
 
-def test_a_clause_question_keeps_a_sentence_by_its_own_bar(tokenizer, monkeypatch):
-    """Each clause question has its own bar (training/clause_bars.py): a sentence scoring 1.5 is kept for the
-    question whose bar is below it and not for the one whose bar is above, though both pass the common bar."""
-    import inference.agent
-
-    lax, strict = "Is there a code of Ann? Answer yes or no.", "Is Ann's code there? Answer yes or no."
-    monkeypatch.setattr(inference.agent, "clause_bars", lambda: {lax: 1.0, strict: 2.0})
-    assert KEEP_THRESHOLD < 1.5
-    engine = FakeEngine(tokenizer, lambda m: "")
-    config = AgentConfig(
-        chunk_tokens=400, memory_tokens=100, answer_tokens=16, template_set="memagent", memory_policy="extractive"
-    )
-    agent = MemoryAgent(engine, config, scorer=_WordScorer("nothing", weaker="Ann", weaker_score=1.5))
-    kept, empty = agent.update([(q, None, "The code of Ann is 1. Rain fell.") for q in (lax, strict)])
-    assert kept.text == "The code of Ann is 1." and empty.text == NO_EVIDENCE_MEMORY
-
-
 def test_the_scorer_reads_the_whole_document_each_chunk_is_part_of(tokenizer):
     """The agent hands every chunk's document to the scorer, for the old memory's lines as for the chunk's."""
     seen = []
