@@ -1,5 +1,7 @@
 """In-process engine: a Hugging Face causal LM on the CPU (or a GPU if torch has one), all prompts
-of a call in one left-padded batch; greedy, or sampled at a temperature (RL rollouts)."""
+of a call in one left-padded batch; greedy, or sampled at a temperature (RL rollouts). Loaded in the dtype the
+CPU computes natively, as the vLLM server is (`inference.vllm_server.cpu_dtype`): bfloat16 where it has
+AVX-512 BF16, AMX or Arm BF16, else float32."""
 
 from __future__ import annotations
 
@@ -12,12 +14,14 @@ from inference.engines.base import Completion, Engine
 class TransformersEngine(Engine):
     name = "transformers"
 
-    def __init__(self, model_path: Path, max_batch: int = 16):
+    def __init__(self, model_path: Path, max_batch: int = 16, dtype: str | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from inference.vllm_server import cpu_dtype
+
         tokenizer = AutoTokenizer.from_pretrained(Path(model_path))
-        model = AutoModelForCausalLM.from_pretrained(Path(model_path), dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(Path(model_path), dtype=getattr(torch, dtype or cpu_dtype()))
         self._use(model, tokenizer, max_batch)
 
     @classmethod

@@ -3,6 +3,7 @@ merged into the real SmolLM2), readings keep the version they began with, `longr
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -86,6 +87,7 @@ def test_new_readings_use_the_active_version_and_keep_it(tmp_path, model_path):
     from app.services import llm
     from inference.agent import AgentConfig, MemoryAgent
     from inference.engines.transformers_engine import TransformersEngine
+    from inference.vllm_server import cpu_dtype
 
     torch.manual_seed(0)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
@@ -144,10 +146,14 @@ def test_new_readings_use_the_active_version_and_keep_it(tmp_path, model_path):
         (t,) = MemoryAgent(engine, r_config).read_batch([(question, text)])
         return [c.text for c in t.completions[:-1]], t.completions[-1].text
 
+    # the app merges the adapter into the base in float32 and reads in the CPU's dtype (cpu_dtype), as here
+    merged = copy.deepcopy(lora).merge_and_unload().to(getattr(torch, cpu_dtype()))
     with torch.no_grad():
-        with_adapter = expected(TransformersEngine.from_model(lora, tokenizer), AgentConfig(48, 20, 12, "chunk-first"))
+        with_adapter = expected(
+            TransformersEngine.from_model(merged, tokenizer), AgentConfig(48, 20, 12, "chunk-first")
+        )
         plain = expected(TransformersEngine(model_path), AgentConfig(64, 24, 12, "memagent"))
-    assert got[ids[1]] == with_adapter  # the adapter's weights, applied by peft in memory, give the same text
+    assert got[ids[1]] == with_adapter  # the adapter's weights, merged in memory, give the same text
     assert got[ids[0]] == plain
     with torch.no_grad():  # and the adapter matters: the same settings without it write otherwise
         assert expected(TransformersEngine(model_path), AgentConfig(48, 20, 12, "chunk-first")) != with_adapter

@@ -109,7 +109,8 @@ def test_greedy_output_is_token_for_token_the_in_process_engines(vllm_engine, mo
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # beside a busy vLLM server, spin-waiting torch threads run ~5x slower
     try:
-        ours = TransformersEngine(model_path).generate(prompts, 32)  # batch-independent (tests/model)
+        # float32 as the server is here (batch-independent: tests/model)
+        ours = TransformersEngine(model_path, dtype="float32").generate(prompts, 32)
     finally:
         torch.set_num_threads(threads)
     together = vllm_engine.generate(prompts, 32)

@@ -116,3 +116,14 @@ def test_the_bundled_reader_is_the_bundled_model_with_the_shipped_adapter(model_
         expected = peft.PeftModel.from_pretrained(base, READER_ADAPTER)(ids).logits
         got = AutoModelForCausalLM.from_pretrained(reader, dtype=torch.float32)(ids).logits
     assert torch.allclose(got, expected, atol=1e-4) and not torch.allclose(got, plain, atol=1e-2)
+
+
+@pytest.mark.parametrize("cpu", ["bfloat16", "float32"])
+def test_the_in_process_engine_loads_in_the_dtype_the_cpu_computes(base, monkeypatch, cpu):
+    """As the vLLM server and training runs do (issue 52): bfloat16 only where the CPU has it natively."""
+    import inference.vllm_server
+    from inference.engines.transformers_engine import TransformersEngine
+
+    monkeypatch.setattr(inference.vllm_server, "cpu_dtype", lambda cpuinfo=None: cpu)
+    assert TransformersEngine(base).model.dtype == getattr(torch, cpu)
+    assert TransformersEngine(base, dtype="float32").model.dtype == torch.float32  # asked for, as to compare
