@@ -75,7 +75,8 @@ class ModelsPage:
         """What `show` fills."""
         return [self.table, self.pick_version, self.msg]
 
-    def show(self, note: str = "") -> dict:
+    def show(self, note: str = "", keep_pick: bool = False) -> dict:
+        """The versions, the menu of them (emptied, unless `keep_pick`) and the message line."""
         settings = self.admin.settings
         try:
             versions = registry.registry(settings, user=self.admin.me())
@@ -84,9 +85,14 @@ class ModelsPage:
         choices = [(base_label(settings), 0)] + [(f"#{v['id']} {version_label(v['name'])}", v["id"]) for v in versions]
         return {
             self.table: model_rows(settings, versions),
-            self.pick_version: gr.update(choices=choices, value=None),
+            self.pick_version: gr.update(choices=choices) if keep_pick else gr.update(choices=choices, value=None),
             self.msg: note,
         }
+
+    def on_select(self) -> dict:
+        """The tab opened: the versions as they are now, and a version already picked stays picked (on a busy
+        machine this refresh landed after a quick pick and emptied it: "choose a version first")."""
+        return self.show(keep_pick=True)
 
     def table_now(self) -> dict:
         """The versions' table alone, as it is now (after a run was promoted)."""
@@ -110,7 +116,7 @@ class ModelsPage:
         return self.show(f"New readings now use {now}; readings in flight finish on the version they began with.")
 
     def connect(self, tab: gr.Tab) -> None:
-        tab.select(self.show, None, self.view, show_progress="hidden")
+        tab.select(self.on_select, None, self.view, show_progress="hidden")
         self.activate.click(self.on_activate, self.pick_version, self.view, show_progress="hidden")
 
 
